@@ -1,0 +1,31 @@
+# Makefile: PGXS build of the snowflake extension, and its pg_regress and isolation tests.
+
+EXTENSION = snowflake
+EXTVERSION = $(shell sed -n "s/^default_version *= *'\([^']*\)'.*/\1/p" $(EXTENSION).control)
+
+MODULE_big = snowflake
+OBJS = \
+	src/snowflake.o \
+	src/shmem.o \
+	src/generator.o \
+	src/state.o \
+	src/functions.o
+
+DATA = $(wildcard sql/$(EXTENSION)--*.sql)
+
+# pg_regress and isolation tests start their own server with the library preloaded.
+REGRESS = $(basename $(notdir $(sort $(wildcard test/sql/*.sql))))
+REGRESS_OPTS = --inputdir=test --temp-config=test/snowflake.conf --temp-instance=tmp_check
+ISOLATION = $(basename $(notdir $(sort $(wildcard test/specs/*.spec))))
+ISOLATION_OPTS = --inputdir=test --temp-config=test/snowflake.conf --temp-instance=tmp_check_iso
+
+TAP_TESTS = 1
+PROVE_TESTS = test/t/*.pl
+
+PG_CFLAGS = -Wall -Wextra -Werror -Wno-unused-parameter -Wno-sign-compare -Wno-missing-field-initializers
+
+PG_CONFIG ?= pg_config
+PGXS := $(shell $(PG_CONFIG) --pgxs)
+include $(PGXS)
+
+EXTRA_CLEAN = tmp_check tmp_check_iso output_iso results regression.diffs regression.out

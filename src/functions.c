@@ -1,0 +1,255 @@
+/*
+ * functions.c: the SQL-callable functions, thin wrappers that check their
+ * arguments and call the layout (encode, decode) or the generator.
+ *
+ * Every argument outside its range is an error naming the argument and the
+ * range; nothing is masked, truncated or wrapped.  Encoding and decoding need
+ * no shared memory and work without preloading.
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "fmgr.h"
+#include "funcapi.h"
+#include "utils/builtins.h"
+#include "utils/timestamp.h"
+
+#include "snowflake.h"
+
+PG_FUNCTION_INFO_V1(snowflake_next);
+PG_FUNCTION_INFO_V1(snowflake_next_n);
+PG_FUNCTION_INFO_V1(snowflake_encode_unix_ms);
+PG_FUNCTION_INFO_V1(snowflake_encode_timestamptz);
+PG_FUNCTION_INFO_V1(snowflake_decode);
+PG_FUNCTION_INFO_V1(snowflake_timestamp);
+PG_FUNCTION_INFO_V1(snowflake_unix_ms);
+PG_FUNCTION_INFO_V1(snowflake_datacenter_id);
+PG_FUNCTION_INFO_V1(snowflake_machine_id);
+PG_FUNCTION_INFO_V1(snowflake_sequence);
+PG_FUNCTION_INFO_V1(snowflake_min_id);
+PG_FUNCTION_INFO_V1(snowflake_max_id);
+PG_FUNCTION_INFO_V1(snowflake_status);
+
+#define SF_DECODE_COLS	5
+#define SF_STATUS_COLS	10
+
+/* Refuse an int argument outside [min, max], naming it. */
+static void
+sf_check_range(const char *arg, int64 value, int64 min, int64 max)
+{
+	if (value < min || value > max)
+		ereport(ERROR,
+				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+				 errmsg("%s must be between " INT64_FORMAT " and " INT64_FORMAT ", not " INT64_FORMAT,
+						arg, min, max, value)));
+}
+
+/* Refuse a negative ID. */
+static inline int64
+sf_check_id(int64 id)
+{
+	if (id < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+				 errmsg("id must be between 0 and " INT64_FORMAT ", not " INT64_FORMAT, PG_INT64_MAX, id),
+				 errdetail("A Snowflake ID is a positive bigint: its sign bit is always 0.")));
+	return id;
+}
+
+/* Unix ms of a timestamptz argument, which must lie in the Snowflake range. */
+static int64
+sf_timestamptz_arg(const char *arg, TimestampTz ts)
+{
+	int64		unix_ms = TIMESTAMP_NOT_FINITE(ts) ? 0 : sf_timestamptz_to_unix_ms(ts);
+
+	if (TIMESTAMP_NOT_FINITE(ts) || unix_ms < SF_EPOCH_UNIX_MS || unix_ms > SF_MAX_UNIX_MS)
+		ereport(ERROR,
+				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+				 errmsg("%s must be between %s and %s, not %s",
+						arg, SF_MIN_TEXT, SF_MAX_TEXT, timestamptz_to_str(ts))));
+	return unix_ms;
+}
+
+static int64
+sf_encode(int64 unix_ms, int32 datacenter, int32 machine, int32 sequence)
+{
+	sf_check_range("datacenter_id", datacenter, 0, SF_MAX_DATACENTER);
+	sf_check_range("machine_id", machine, 0, SF_MAX_MACHINE);
+	sf_check_range("sequence", sequence, 0, SF_MAX_SEQUENCE);
+	return sf_make_id(unix_ms - SF_EPOCH_UNIX_MS, datacenter, machine, sequence);
+}
+
+/* snowflake_next(): one new ID for this server's node. */
+Datum
+snowflake_next(PG_FUNCTION_ARGS)
+{
+	int			node = sf_current_node();
+
+	PG_RETURN_INT64(sf_word_to_id(sf_reserve(node, 1, "snowflake_next()"), node));
+}
+
+/* snowflake_next_n(n): n new IDs, strictly increasing, reserved in one step. */
+Datum
+snowflake_next_n(PG_FUNCTION_ARGS)
+{
+	FuncCallContext *funcctx;
+	uint64	   *words;
+
+	if (SRF_IS_FIRSTCALL())
+	{
+		int32		n = PG_GETARG_INT32(0);
+		int			node;
+
+		sf_check_range("n", n, 1, SF_MAX_N);
+		node = sf_current_node();
+
+		funcctx = SRF_FIRSTCALL_INIT();
+		/* words[0]: next word to return, words[1]: node */
+		words = MemoryContextAlloc(funcctx->multi_call_memory_ctx, 2 * sizeof(uint64));
+		words[0] = sf_reserve(node, n, "snowflake_next_n()");
+		words[1] = (uint64) node;
+		funcctx->user_fctx = words;
+		funcctx->max_calls = n;
+	}
+
+	funcctx = SRF_PERCALL_SETUP();
+	words = funcctx->user_fctx;
+	if (funcctx->call_cntr < funcctx->max_calls)
+		SRF_RETURN_NEXT(funcctx, Int64GetDatum(sf_word_to_id(words[0] + funcctx->call_cntr, (int) words[1])));
+	SRF_RETURN_DONE(funcctx);
+}
+
+/* snowflake_encode(unix_ms bigint, datacenter_id, machine_id, sequence) */
+Datum
+snowflake_encode_unix_ms(PG_FUNCTION_ARGS)
+{
+	int64		unix_ms = PG_GETARG_INT64(0);
+
+	sf_check_range("unix_ms", unix_ms, SF_EPOCH_UNIX_MS, SF_MAX_UNIX_MS);
+	PG_RETURN_INT64(sf_encode(unix_ms, PG_GETARG_INT32(1), PG_GETARG_INT32(2), PG_GETARG_INT32(3)));
+}
+
+/* snowflake_encode(ts timestamptz, datacenter_id, machine_id, sequence): ts floored to the ms */
+Datum
+snowflake_encode_timestamptz(PG_FUNCTION_ARGS)
+{
+	int64		unix_ms = sf_timestamptz_arg("ts", PG_GETARG_TIMESTAMPTZ(0));
+
+	PG_RETURN_INT64(sf_encode(unix_ms, PG_GETARG_INT32(1), PG_GETARG_INT32(2), PG_GETARG_INT32(3)));
+}
+
+/* snowflake_decode(id): (ts, unix_ms, datacenter_id, machine_id, sequence) */
+Datum
+snowflake_decode(PG_FUNCTION_ARGS)
+{
+	int64		id = sf_check_id(PG_GETARG_INT64(0));
+	int64		unix_ms = sf_id_tick(id) + SF_EPOCH_UNIX_MS;
+	TupleDesc	tupdesc;
+	Datum		values[SF_DECODE_COLS];
+	bool		nulls[SF_DECODE_COLS] = {0};
+
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+
+	values[0] = TimestampTzGetDatum(sf_unix_ms_to_timestamptz(unix_ms));
+	values[1] = Int64GetDatum(unix_ms);
+	values[2] = Int32GetDatum(sf_id_datacenter(id));
+	values[3] = Int32GetDatum(sf_id_machine(id));
+	values[4] = Int32GetDatum(sf_id_sequence(id));
+
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(tupdesc), values, nulls)));
+}
+
+Datum
+snowflake_timestamp(PG_FUNCTION_ARGS)
+{
+	int64		id = sf_check_id(PG_GETARG_INT64(0));
+
+	PG_RETURN_TIMESTAMPTZ(sf_unix_ms_to_timestamptz(sf_id_tick(id) + SF_EPOCH_UNIX_MS));
+}
+
+Datum
+snowflake_unix_ms(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_INT64(sf_id_tick(sf_check_id(PG_GETARG_INT64(0))) + SF_EPOCH_UNIX_MS);
+}
+
+Datum
+snowflake_datacenter_id(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_INT32(sf_id_datacenter(sf_check_id(PG_GETARG_INT64(0))));
+}
+
+Datum
+snowflake_machine_id(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_INT32(sf_id_machine(sf_check_id(PG_GETARG_INT64(0))));
+}
+
+Datum
+snowflake_sequence(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_INT32(sf_id_sequence(sf_check_id(PG_GETARG_INT64(0))));
+}
+
+/* The smallest ID of the ms that holds ts. */
+Datum
+snowflake_min_id(PG_FUNCTION_ARGS)
+{
+	int64		tick = sf_timestamptz_arg("ts", PG_GETARG_TIMESTAMPTZ(0)) - SF_EPOCH_UNIX_MS;
+
+	PG_RETURN_INT64(sf_make_id(tick, 0, 0, 0));
+}
+
+/* The largest ID of the ms that holds ts. */
+Datum
+snowflake_max_id(PG_FUNCTION_ARGS)
+{
+	int64		tick = sf_timestamptz_arg("ts", PG_GETARG_TIMESTAMPTZ(0)) - SF_EPOCH_UNIX_MS;
+
+	PG_RETURN_INT64(sf_make_id(tick, SF_MAX_DATACENTER, SF_MAX_MACHINE, SF_MAX_SEQUENCE));
+}
+
+/* snowflake_status(): one row per node slot used since start-up. */
+Datum
+snowflake_status(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	TimestampTz reserved_until;
+
+	sf_require_shared("snowflake_status()");
+	InitMaterializedSRF(fcinfo, 0);
+
+	reserved_until = sf_unix_ms_to_timestamptz((int64) pg_atomic_read_u64(&sf_shared->reserved) +
+											   SF_EPOCH_UNIX_MS);
+
+	for (int node = 0; node < SF_NODE_COUNT; node++)
+	{
+		SnowflakeSlot *slot = &sf_shared->slots[node].slot;
+		Datum		values[SF_STATUS_COLS];
+		bool		nulls[SF_STATUS_COLS] = {0};
+		uint64		word;
+		int64		id;
+
+		if (pg_atomic_read_u32(&slot->used) == 0)
+			continue;
+
+		word = pg_atomic_read_u64(&slot->word);
+		id = sf_word_to_id(word, node);
+
+		values[0] = Int32GetDatum(sf_id_datacenter(id));
+		values[1] = Int32GetDatum(sf_id_machine(id));
+		values[2] = Int64GetDatum(id);
+		values[3] = TimestampTzGetDatum(sf_unix_ms_to_timestamptz(sf_id_tick(id) + SF_EPOCH_UNIX_MS));
+		values[4] = Int32GetDatum(sf_id_sequence(id));
+		values[5] = Int64GetDatum((int64) pg_atomic_read_u64(&slot->rollbacks));
+		values[6] = Int64GetDatum((int64) pg_atomic_read_u64(&slot->max_rollback));
+		values[7] = Int64GetDatum((int64) pg_atomic_read_u64(&slot->waits));
+		values[8] = Int64GetDatum((int64) pg_atomic_read_u64(&slot->refusals));
+		values[9] = TimestampTzGetDatum(reserved_until);
+
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+
+	return (Datum) 0;
+}

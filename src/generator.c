@@ -1,0 +1,332 @@
+/*
+ * generator.c: hands out runs of IDs for one node, unique and strictly
+ * increasing across every backend of the server.
+ *
+ * The hot path is one compare-and-swap on the node's word; it takes no lock
+ * and writes no WAL.  A call that must wait (the ms is used up, or the clock is
+ * behind the IDs already issued) sleeps with its deadline on the monotonic
+ * clock, holds nothing while it sleeps, and ends at once on cancel, statement
+ * timeout or postmaster death.  No ID whose ms lies beyond the durable mark is
+ * ever returned: the mark is raised (and fsynced) first.  This file must never
+ * wrap a sequence, mask a field or sleep while holding a lock.
+ */
+#include "postgres.h"
+
+#include <sys/prctl.h>
+#include <time.h>
+
+#include "access/xlog.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "portability/instr_time.h"
+#include "storage/latch.h"
+#include "utils/wait_event.h"
+
+#include "compat.h"
+#include "snowflake.h"
+
+#define NS_PER_MS			INT64CONST(1000000)
+
+/* Sleeps shorter than this use nanosleep; longer ones wait on the latch. */
+#define SF_LATCH_MIN_NS		(2 * NS_PER_MS)
+/* The last stretch before the next ms is spun, so that no wake-up is late. */
+#define SF_SPIN_NS			INT64CONST(20000)
+
+/* Backend-local: the tick of the last failed early extension, to back off. */
+static int64 sf_extend_failed_tick = -1;
+static bool sf_timerslack_set = false;
+
+/* The wall clock in ns since 1970 (CLOCK_REALTIME, which NTP and people step). */
+static inline int64
+sf_wall_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64) ts.tv_sec * INT64CONST(1000000000) + ts.tv_nsec;
+}
+
+int64
+sf_wall_unix_ms(void)
+{
+	return sf_wall_ns() / NS_PER_MS;
+}
+
+/* This server's node (datacenter * 32 + machine), or an error saying what to set. */
+int
+sf_current_node(void)
+{
+	const char *unset = NULL;
+
+	if (sf_datacenter_id == SF_NODE_UNSET)
+		unset = "snowflake.datacenter_id";
+	else if (sf_machine_id == SF_NODE_UNSET)
+		unset = "snowflake.machine_id";
+
+	if (unset != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("%s is not set", unset),
+				 errdetail("snowflake_next() needs this server's node: snowflake.datacenter_id and snowflake.machine_id, each 0 to 31."),
+				 errhint("Set %s in postgresql.conf (or with ALTER SYSTEM, ALTER DATABASE or ALTER ROLE ... SET) to a value from 0 to 31 that no other live server uses, then reload.",
+						 unset)));
+
+	return sf_datacenter_id * (int) (SF_MAX_MACHINE + 1) + sf_machine_id;
+}
+
+/* Refuse unless generation can proceed here: preloaded, primary, state sound. */
+static void
+sf_check_can_generate(const char *caller)
+{
+	sf_require_shared(caller);
+
+	if (RecoveryInProgress())
+		ereport(ERROR,
+				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
+				 errmsg("cannot execute %s during recovery", caller)));
+
+	if (sf_shared->status != SF_STATE_OK)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("snowflake state file \"%s\" is damaged", SF_STATE_FILE),
+				 errdetail("%s", sf_shared->message),
+				 errhint("No ID is issued until it is repaired. Restore the file from a backup, or stop the server, "
+						 "make sure the clock is past the timestamp of every ID this server issued, "
+						 "remove the file and start the server.")));
+}
+
+/* Note the clock in the slot; count a step back once, by whoever sees it first. */
+static inline void
+sf_note_clock(SnowflakeSlot *slot, uint64 seen, int64 now_ms)
+{
+	if (now_ms > (int64) seen)
+		(void) pg_atomic_compare_exchange_u64(&slot->clock_last, &seen, (uint64) now_ms);
+	else if (now_ms < (int64) seen &&
+			 pg_atomic_compare_exchange_u64(&slot->clock_last, &seen, (uint64) now_ms))
+	{
+		uint64		back = seen - (uint64) now_ms;
+		uint64		max = pg_atomic_read_u64(&slot->max_rollback);
+
+		pg_atomic_fetch_add_u64(&slot->rollbacks, 1);
+		while (back > max &&
+			   !pg_atomic_compare_exchange_u64(&slot->max_rollback, &max, back))
+			;
+	}
+}
+
+/* Sleep for ns (short) without the latch; timer slack trimmed once per backend. */
+static void
+sf_short_sleep(int64 ns)
+{
+	struct timespec ts;
+
+	if (!sf_timerslack_set)
+	{
+		/* The default 50 us slack would make every ms boundary late. */
+		(void) prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
+		sf_timerslack_set = true;
+	}
+	ts.tv_sec = 0;
+	ts.tv_nsec = (long) ns;
+	(void) nanosleep(&ts, NULL);
+}
+
+/*
+ * Sleep until the wall clock reaches target_ns.  Returns false, at once, when
+ * that cannot happen before the deadline (started at *start, max_wait_ms on).
+ */
+static bool
+sf_sleep_until(int64 target_ns, instr_time start)
+{
+	for (;;)
+	{
+		int64		need;
+		int64		left;
+		instr_time	now;
+
+		CHECK_FOR_INTERRUPTS();
+
+		need = target_ns - sf_wall_ns();
+		if (need <= 0)
+			return true;
+
+		INSTR_TIME_SET_CURRENT(now);
+		INSTR_TIME_SUBTRACT(now, start);
+		left = (int64) sf_max_wait_ms * NS_PER_MS - (int64) INSTR_TIME_GET_NANOSEC(now);
+		if (need > left)
+			return false;
+
+		if (need >= SF_LATCH_MIN_NS)
+		{
+			(void) WaitLatch(MyLatch,
+							 WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+							 (long) (need / NS_PER_MS) - 1,
+							 PG_WAIT_EXTENSION);
+			ResetLatch(MyLatch);
+		}
+		else if (need > SF_SPIN_NS)
+			sf_short_sleep(need - SF_SPIN_NS);
+		else
+			pg_spin_delay();
+	}
+}
+
+/*
+ * Raise the durable mark so that it covers need_tick.  must: wait for the lock
+ * and fail with an error; otherwise (early extension) give up if someone else
+ * holds the lock, and only log a failure.
+ */
+static void
+sf_extend(int64 need_tick, int64 now_tick, bool must)
+{
+	int64		window = sf_reservation_ms;
+	int64		reserved;
+	int64		target;
+	SnowflakeStateResult res;
+
+	if (must)
+		LWLockAcquire(sf_shared->lock, LW_EXCLUSIVE);
+	else if (!LWLockConditionalAcquire(sf_shared->lock, LW_EXCLUSIVE))
+		return;
+
+	reserved = (int64) pg_atomic_read_u64(&sf_shared->reserved);
+	if (need_tick + (must ? 0 : window / 2) <= reserved)
+	{
+		LWLockRelease(sf_shared->lock);
+		return;
+	}
+
+	target = Min(Max(need_tick, now_tick) + window, SF_MAX_TICK);
+	res = sf_state_write((uint64) target, now_tick + SF_EPOCH_UNIX_MS, false);
+	if (res.ok)
+	{
+		pg_write_barrier();
+		pg_atomic_write_u64(&sf_shared->reserved, (uint64) target);
+	}
+	LWLockRelease(sf_shared->lock);
+
+	if (res.ok)
+		return;
+
+	if (!must)
+		sf_extend_failed_tick = now_tick;
+
+	errno = res.save_errno;
+	ereport(must ? ERROR : LOG,
+			(errcode_for_file_access(),
+			 errmsg("could not %s snowflake state file \"%s\": %m", res.action, res.path),
+			 errdetail("No ID beyond the durable high-water mark is issued until the mark can be written."),
+			 errhint("Check free space and permissions in the data directory.")));
+}
+
+/* Refuse a call whose wait cannot end within snowflake.max_wait_ms. */
+static void
+sf_refuse(SnowflakeSlot *slot, int node, uint64 old, int64 last_tick, int64 now_tick, const char *caller)
+{
+	int64		behind = SF_WORD_TICK(old) - now_tick;
+
+	pg_atomic_fetch_add_u64(&slot->refusals, 1);
+
+	if (behind > 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("%s refused: the system clock is behind the IDs already issued", caller),
+				 errdetail("The clock went back %lld ms: it is %lld ms behind the last ID issued for datacenter %d, machine %d, "
+						   "and waiting for it would take longer than snowflake.max_wait_ms (%d ms).",
+						   (long long) behind, (long long) behind,
+						   node / (int) (SF_MAX_MACHINE + 1), node % (int) (SF_MAX_MACHINE + 1),
+						   sf_max_wait_ms),
+				 errhint("Check the server's time synchronisation. Waiting longer (snowflake.max_wait_ms) lets the clock catch up.")));
+
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("%s refused: no timestamp free within snowflake.max_wait_ms (%d ms)", caller, sf_max_wait_ms),
+			 errdetail("The IDs asked for need the clock to reach %lld ms past the current ms; each ms holds 4096 IDs per node, "
+					   "and snowflake.max_lead_ms (%d ms) lets IDs run that far ahead of the clock.",
+					   (long long) (last_tick - now_tick), sf_max_lead_ms),
+			 errhint("Raise snowflake.max_wait_ms or snowflake.max_lead_ms, or ask for fewer IDs at once.")));
+}
+
+/*
+ * Reserve count consecutive IDs of node; returns the generator word of the
+ * first.  Every word returned lies above every word returned before, by any
+ * backend, and at or below the durable mark.
+ */
+uint64
+sf_reserve(int node, int64 count, const char *caller)
+{
+	SnowflakeSlot *slot;
+	instr_time	wait_start;
+	bool		waited = false;
+	uint64		old;
+	uint64		first;
+	int64		last_tick;
+	int64		now_tick;
+
+	sf_check_can_generate(caller);
+	slot = &sf_shared->slots[node].slot;
+	INSTR_TIME_SET_ZERO(wait_start);
+
+	for (;;)
+	{
+		uint64		seen = pg_atomic_read_u64(&slot->clock_last);
+		int64		now_ns;
+		int64		now_ms;
+
+		old = pg_atomic_read_u64(&slot->word);
+		now_ns = sf_wall_ns();
+		now_ms = now_ns / NS_PER_MS;
+		now_tick = now_ms - SF_EPOCH_UNIX_MS;
+		sf_note_clock(slot, seen, now_ms);
+
+		if (now_tick > SF_WORD_TICK(old))
+			first = SF_WORD(now_tick, 0);
+		else
+			first = old + 1;
+		last_tick = SF_WORD_TICK(first + (uint64) (count - 1));
+
+		if (last_tick > SF_MAX_TICK)
+			ereport(ERROR,
+					(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+					 errmsg("%s refused: the timestamp would pass the last one a Snowflake ID can hold, %s",
+							caller, SF_MAX_TEXT),
+					 errhint("Check the system clock.")));
+
+		/* Too far ahead of the clock: sleep until it catches up, or refuse. */
+		if (last_tick > now_tick + sf_max_lead_ms)
+		{
+			int64		target_ms = last_tick - sf_max_lead_ms + SF_EPOCH_UNIX_MS;
+
+			if (!waited)
+			{
+				INSTR_TIME_SET_CURRENT(wait_start);
+				waited = true;
+			}
+			if (!sf_sleep_until(target_ms * NS_PER_MS, wait_start))
+				sf_refuse(slot, node, old, last_tick, now_tick, caller);
+			continue;
+		}
+
+		/* Beyond the durable mark: raise it first (rare; normally done early). */
+		if (last_tick > (int64) pg_atomic_read_u64(&sf_shared->reserved))
+		{
+			sf_extend(last_tick, now_tick, true);
+			continue;
+		}
+
+		if (pg_atomic_compare_exchange_u64(&slot->word, &old, first + (uint64) (count - 1)))
+			break;
+	}
+
+	if (pg_atomic_read_u32(&slot->used) == 0)
+		pg_atomic_write_u32(&slot->used, 1);
+	if (waited)
+		pg_atomic_fetch_add_u64(&slot->waits, 1);
+
+	/* Extend early, so that steady generation never waits for the fsync. */
+	if (last_tick + sf_reservation_ms / 2 > (int64) pg_atomic_read_u64(&sf_shared->reserved) &&
+		(sf_extend_failed_tick < 0 || now_tick - sf_extend_failed_tick >= 100))
+		sf_extend(last_tick, now_tick, false);
+
+	return first;
+}

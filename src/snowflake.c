@@ -1,0 +1,78 @@
+/*
+ * snowflake.c: the module's entry point and its settings.
+ *
+ * _PG_init only defines settings and, when loaded through
+ * shared_preload_libraries, installs the shared memory hooks.  It must never
+ * touch shared memory or files itself.
+ */
+#include "postgres.h"
+
+#include "fmgr.h"
+#include "miscadmin.h"
+#include "utils/guc.h"
+
+#include "compat.h"
+#include "snowflake.h"
+
+PG_MODULE_MAGIC;
+
+int			sf_datacenter_id = SF_NODE_UNSET;
+int			sf_machine_id = SF_NODE_UNSET;
+int			sf_max_lead_ms = 0;
+int			sf_max_wait_ms = 10000;
+int			sf_reservation_ms = 1000;
+
+void		_PG_init(void);
+
+void
+_PG_init(void)
+{
+	DefineCustomIntVariable("snowflake.datacenter_id",
+							"Datacenter id (0..31) of this server's node; -1 means unset.",
+							"snowflake_next() refuses while it is unset.",
+							&sf_datacenter_id,
+							SF_NODE_UNSET, SF_NODE_UNSET, (int) SF_MAX_DATACENTER,
+							PGC_SUSET, 0,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("snowflake.machine_id",
+							"Machine id (0..31) of this server's node; -1 means unset.",
+							"snowflake_next() refuses while it is unset.",
+							&sf_machine_id,
+							SF_NODE_UNSET, SF_NODE_UNSET, (int) SF_MAX_MACHINE,
+							PGC_SUSET, 0,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("snowflake.max_lead_ms",
+							"How far an issued ID's timestamp may run ahead of the wall clock.",
+							"0 keeps the original design: 4096 IDs per ms, then wait for the next ms. "
+							"A lead taken by one session is shared by every session of that node.",
+							&sf_max_lead_ms,
+							0, 0, SF_MAX_LEAD_LIMIT,
+							PGC_SUSET, GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("snowflake.max_wait_ms",
+							"The longest one call may wait for the clock before it refuses.",
+							"Covers waits for the next ms and for a clock that went back. 0 refuses instead of waiting.",
+							&sf_max_wait_ms,
+							10000, 0, INT_MAX,
+							PGC_USERSET, GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("snowflake.reservation_ms",
+							"How far ahead of issued IDs the durable high-water mark is written.",
+							"One fsync per half window while IDs are generated; after a crash, "
+							"generation may wait up to this long for the clock to pass the mark.",
+							&sf_reservation_ms,
+							1000, 10, 3600000,
+							PGC_SIGHUP, GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
+	MarkGUCPrefixReserved("snowflake");
+
+	if (!process_shared_preload_libraries_in_progress)
+		return;
+
+	sf_shmem_install_hooks();
+}

@@ -1,0 +1,101 @@
+/*
+ * snowflake.h: what the parts of the extension share: settings, the shared
+ * memory layout and the entry points of each source file.
+ *
+ * Locking rules (shared memory, see shmem.c):
+ *
+ * - SnowflakeSlot.word is only ever advanced, by compare-and-swap, and never
+ *   under a lock: the hot path takes no lock at all.
+ * - SnowflakeShared.reserved (the durable mark, in ticks) only grows while the
+ *   server runs.  It is raised only by the holder of SnowflakeShared->lock in
+ *   exclusive mode, after the state file that records the new value has been
+ *   fsynced and durably renamed.  Readers load it without a lock.
+ * - The state fields (status, message) are set at shared memory start-up, in
+ *   the postmaster, before any backend exists, and are read-only afterwards.
+ * - Counters are atomics, updated without a lock.
+ * - Nothing may ereport, allocate or sleep while holding the lock: the file
+ *   code returns an error description, which is reported after release.
+ */
+#ifndef SNOWFLAKE_H
+#define SNOWFLAKE_H
+
+#include "port/atomics.h"
+#include "storage/lwlock.h"
+
+#include "layout.h"
+
+/* Settings (snowflake.c). */
+extern int	sf_datacenter_id;
+extern int	sf_machine_id;
+extern int	sf_max_lead_ms;
+extern int	sf_max_wait_ms;
+extern int	sf_reservation_ms;
+
+#define SF_NODE_UNSET		(-1)
+#define SF_MAX_LEAD_LIMIT	3600000		/* 1 hour */
+#define SF_MAX_N			10000000	/* snowflake_next_n's bound */
+
+/* One node's generator, alone on its cache lines. */
+typedef struct SnowflakeSlot
+{
+	pg_atomic_uint64 word;		/* last issued tick << 12 | sequence */
+	pg_atomic_uint64 clock_last;	/* latest wall clock tick seen here */
+	pg_atomic_uint64 rollbacks;		/* backward clock steps seen */
+	pg_atomic_uint64 max_rollback;	/* largest of them, in ms */
+	pg_atomic_uint64 waits;		/* calls that slept */
+	pg_atomic_uint64 refusals;	/* calls refused for time */
+	pg_atomic_uint32 used;		/* issued an ID since start-up */
+} SnowflakeSlot;
+
+typedef union SnowflakeSlotPadded
+{
+	SnowflakeSlot slot;
+	char		pad[2 * PG_CACHE_LINE_SIZE];
+} SnowflakeSlotPadded;
+
+typedef enum SnowflakeStateStatus
+{
+	SF_STATE_OK,				/* file loaded, or none yet (new cluster) */
+	SF_STATE_DAMAGED			/* unusable: generation refuses */
+} SnowflakeStateStatus;
+
+typedef struct SnowflakeShared
+{
+	LWLock	   *lock;			/* serialises writes of the state file */
+	SnowflakeStateStatus status;
+	char		message[256];	/* why the state is damaged */
+	uint64		floor;			/* tick of the mark loaded at start-up */
+	uint64		clock_seen;		/* wall clock (Unix ms) the file was written at */
+	char		pad1[PG_CACHE_LINE_SIZE];
+	pg_atomic_uint64 reserved;	/* durable mark: no ID beyond this tick */
+	char		pad2[PG_CACHE_LINE_SIZE];
+	SnowflakeSlotPadded slots[SF_NODE_COUNT];
+} SnowflakeShared;
+
+/* shmem.c */
+extern SnowflakeShared *sf_shared;
+extern void sf_shmem_install_hooks(void);
+extern void sf_require_shared(const char *caller);
+
+/* state.c: the durable state file */
+#define SF_STATE_FILE		"snowflake.state"
+#define SF_STATE_TMP_FILE	"snowflake.state.tmp"
+
+typedef struct SnowflakeStateResult
+{
+	bool		ok;
+	int			save_errno;
+	const char *action;			/* what failed: "open", "write", ... */
+	const char *path;
+} SnowflakeStateResult;
+
+extern void sf_state_load(SnowflakeShared *shared);
+extern SnowflakeStateResult sf_state_write(uint64 mark_tick, int64 wall_unix_ms, bool clean);
+extern void sf_state_shutdown(SnowflakeShared *shared);
+
+/* generator.c */
+extern int64 sf_wall_unix_ms(void);
+extern uint64 sf_reserve(int node, int64 count, const char *caller);
+extern int	sf_current_node(void);
+
+#endif							/* SNOWFLAKE_H */
