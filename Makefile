@@ -29,3 +29,12 @@ PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
 EXTRA_CLEAN = tmp_check tmp_check_iso output_iso results regression.diffs regression.out
+
+# One suite at a time (run-tests calls these).
+.PHONY: installcheck-regress-only installcheck-isolation-only installcheck-tap-only
+installcheck-regress-only:
+	$(pg_regress_installcheck) $(REGRESS_OPTS) $(REGRESS)
+installcheck-isolation-only:
+	$(pg_isolation_regress_installcheck) $(ISOLATION_OPTS) $(ISOLATION)
+installcheck-tap-only:
+	$(prove_installcheck)

@@ -260,6 +260,7 @@ sf_reserve(int node, int64 count, const char *caller)
 	bool		waited = false;
 	uint64		old;
 	uint64		first;
+	uint64		anchor = 0;
 	int64		last_tick;
 	int64		now_tick;
 
@@ -279,10 +280,13 @@ sf_reserve(int node, int64 count, const char *caller)
 		now_tick = now_ms - SF_EPOCH_UNIX_MS;
 		sf_note_clock(slot, seen, now_ms);
 
-		if (now_tick > SF_WORD_TICK(old))
-			first = SF_WORD(now_tick, 0);
-		else
-			first = old + 1;
+		/*
+		 * The run starts at the current ms, or right after the last ID.  Once
+		 * a call has waited, its run stays anchored where it first began: a
+		 * run longer than the clock allows is issued when the clock reaches
+		 * its end, as single calls would have been, instead of chasing it.
+		 */
+		first = Max(old + 1, waited ? anchor : SF_WORD(Max(now_tick, 0), 0));
 		last_tick = SF_WORD_TICK(first + (uint64) (count - 1));
 
 		if (last_tick > SF_MAX_TICK)
@@ -300,6 +304,7 @@ sf_reserve(int node, int64 count, const char *caller)
 			if (!waited)
 			{
 				INSTR_TIME_SET_CURRENT(wait_start);
+				anchor = first;
 				waited = true;
 			}
 			if (!sf_sleep_until(target_ms * NS_PER_MS, wait_start))

@@ -1,0 +1,79 @@
+# tools/lib.sh: shared steps of run-demo, run-tests and bench/run (sourced, not run).
+#
+# Installs what a fresh Debian machine with PostgreSQL 15 lacks, builds and
+# installs the extension, and starts throwaway servers as an unprivileged user
+# (PostgreSQL refuses to run as root).  Never touches a server it did not start.
+
+PG_BIN=${PG_BIN:-/usr/lib/postgresql/15/bin}
+PG_CONFIG=${PG_CONFIG:-$PG_BIN/pg_config}
+[ -x "$PG_CONFIG" ] || PG_CONFIG=pg_config
+SF_USER=${SF_USER:-postgres}
+
+sf_log() { printf '==> %s\n' "$*" >&2; }
+
+# Run a command as root (directly, or through sudo).
+sf_as_root() {
+	if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi
+}
+
+# Run a command as the unprivileged server user.
+sf_as_user() {
+	if [ "$(id -un)" = "$SF_USER" ]; then "$@"; else sf_as_root runuser -u "$SF_USER" -- "$@"; fi
+}
+
+# Install Debian packages that are missing (apt-get update only when needed).
+sf_install_packages() {
+	local missing=()
+	for p in "$@"; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+	done
+	[ ${#missing[@]} -eq 0 ] && return 0
+	sf_log "installing ${missing[*]}"
+	sf_as_root apt-get update -qq
+	sf_as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+# Build (warnings are errors) and install the extension from the top directory.
+sf_build_install() {
+	sf_log "building and installing the extension"
+	make -s clean >/dev/null
+	make -s PG_CONFIG="$PG_CONFIG" >/dev/null
+	sf_as_root make -s PG_CONFIG="$PG_CONFIG" install >/dev/null
+}
+
+# A fresh directory owned by the server user.
+sf_user_dir() {
+	local d
+	d=$(mktemp -d "${TMPDIR:-/tmp}/snowflake-$1.XXXXXX")
+	chmod 755 "$d"
+	sf_as_root chown "$SF_USER": "$d"
+	echo "$d"
+}
+
+# sf_server_start DIR PORT [extra postgresql.conf lines...]: initdb and start, preloaded.
+sf_server_start() {
+	local dir=$1 port=$2
+	shift 2
+	sf_as_user "$PG_BIN/initdb" -D "$dir/data" -A trust -U postgres --no-sync >/dev/null
+	{
+		echo "port = $port"
+		echo "listen_addresses = ''"
+		echo "unix_socket_directories = '$dir'"
+		echo "shared_preload_libraries = 'snowflake'"
+		for line in "$@"; do echo "$line"; done
+	} | sf_as_user tee -a "$dir/data/postgresql.conf" >/dev/null
+	sf_as_user "$PG_BIN/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w start >/dev/null
+}
+
+sf_server_stop() {
+	local dir=$1
+	[ -f "$dir/data/postmaster.pid" ] || return 0
+	sf_as_user "$PG_BIN/pg_ctl" -D "$dir/data" -w stop -m fast >/dev/null || true
+}
+
+# sf_psql DIR PORT [psql args...]
+sf_psql() {
+	local dir=$1 port=$2
+	shift 2
+	sf_as_user "$PG_BIN/psql" -X -v ON_ERROR_STOP=1 -h "$dir" -p "$port" -U postgres "$@"
+}
