@@ -9,6 +9,7 @@ OBJS = \
 	src/shmem.o \
 	src/generator.o \
 	src/state.o \
+	src/worker.o \
 	src/functions.o
 
 DATA = $(wildcard sql/$(EXTENSION)--*.sql)
@@ -27,6 +28,9 @@ PG_CFLAGS = -Wall -Wextra -Werror -Wno-unused-parameter -Wno-sign-compare -Wno-m
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
+
+# PGXS does not track headers: every object depends on all of ours.
+$(OBJS): $(wildcard src/*.h)
 
 EXTRA_CLEAN = tmp_check tmp_check_iso output_iso results regression.diffs regression.out
 

@@ -32,8 +32,6 @@
 /* The last stretch before the next ms is spun, so that no wake-up is late. */
 #define SF_SPIN_NS			INT64CONST(20000)
 
-/* Backend-local: the tick of the last failed early extension, to back off. */
-static int64 sf_extend_failed_tick = -1;
 static bool sf_timerslack_set = false;
 
 /* The wall clock in ns since 1970 (CLOCK_REALTIME, which NTP and people step). */
@@ -171,54 +169,6 @@ sf_sleep_until(int64 target_ns, instr_time start)
 	}
 }
 
-/*
- * Raise the durable mark so that it covers need_tick.  must: wait for the lock
- * and fail with an error; otherwise (early extension) give up if someone else
- * holds the lock, and only log a failure.
- */
-static void
-sf_extend(int64 need_tick, int64 now_tick, bool must)
-{
-	int64		window = sf_reservation_ms;
-	int64		reserved;
-	int64		target;
-	SnowflakeStateResult res;
-
-	if (must)
-		LWLockAcquire(sf_shared->lock, LW_EXCLUSIVE);
-	else if (!LWLockConditionalAcquire(sf_shared->lock, LW_EXCLUSIVE))
-		return;
-
-	reserved = (int64) pg_atomic_read_u64(&sf_shared->reserved);
-	if (need_tick + (must ? 0 : window / 2) <= reserved)
-	{
-		LWLockRelease(sf_shared->lock);
-		return;
-	}
-
-	target = Min(Max(need_tick, now_tick) + window, SF_MAX_TICK);
-	res = sf_state_write((uint64) target, now_tick + SF_EPOCH_UNIX_MS, false);
-	if (res.ok)
-	{
-		pg_write_barrier();
-		pg_atomic_write_u64(&sf_shared->reserved, (uint64) target);
-	}
-	LWLockRelease(sf_shared->lock);
-
-	if (res.ok)
-		return;
-
-	if (!must)
-		sf_extend_failed_tick = now_tick;
-
-	errno = res.save_errno;
-	ereport(must ? ERROR : LOG,
-			(errcode_for_file_access(),
-			 errmsg("could not %s snowflake state file \"%s\": %m", res.action, res.path),
-			 errdetail("No ID beyond the durable high-water mark is issued until the mark can be written."),
-			 errhint("Check free space and permissions in the data directory.")));
-}
-
 /* Refuse a call whose wait cannot end within snowflake.max_wait_ms. */
 static void
 sf_refuse(SnowflakeSlot *slot, int node, uint64 old, int64 last_tick, int64 now_tick, const char *caller)
@@ -312,10 +262,10 @@ sf_reserve(int node, int64 count, const char *caller)
 			continue;
 		}
 
-		/* Beyond the durable mark: raise it first (rare; normally done early). */
+		/* Beyond the durable mark: raise it first (rare: the worker keeps it ahead). */
 		if (last_tick > (int64) pg_atomic_read_u64(&sf_shared->reserved))
 		{
-			sf_extend(last_tick, now_tick, true);
+			(void) sf_mark_raise(last_tick, now_tick, true, ERROR);
 			continue;
 		}
 
@@ -328,10 +278,9 @@ sf_reserve(int node, int64 count, const char *caller)
 	if (waited)
 		pg_atomic_fetch_add_u64(&slot->waits, 1);
 
-	/* Extend early, so that steady generation never waits for the fsync. */
-	if (last_tick + sf_reservation_ms / 2 > (int64) pg_atomic_read_u64(&sf_shared->reserved) &&
-		(sf_extend_failed_tick < 0 || now_tick - sf_extend_failed_tick >= 100))
-		sf_extend(last_tick, now_tick, false);
+	/* Half the window left: have it raised early, off this path. */
+	if (last_tick + sf_reservation_ms / 2 > (int64) pg_atomic_read_u64(&sf_shared->reserved))
+		sf_mark_raise_soon(last_tick, now_tick);
 
 	return first;
 }

@@ -75,4 +75,5 @@ _PG_init(void)
 		return;
 
 	sf_shmem_install_hooks();
+	sf_worker_register();
 }

@@ -10,6 +10,9 @@
  *   server runs.  It is raised only by the holder of SnowflakeShared->lock in
  *   exclusive mode, after the state file that records the new value has been
  *   fsynced and durably renamed.  Readers load it without a lock.
+ * - worker_latch is set and cleared by the worker itself; anyone may read it
+ *   without a lock and set the latch (a stale pointer costs a spurious wake-up
+ *   of another process, nothing more).
  * - The state fields (status, message) are set at shared memory start-up, in
  *   the postmaster, before any backend exists, and are read-only afterwards.
  * - Counters are atomics, updated without a lock.
@@ -69,6 +72,8 @@ typedef struct SnowflakeShared
 	char		pad1[PG_CACHE_LINE_SIZE];
 	pg_atomic_uint64 reserved;	/* durable mark: no ID beyond this tick */
 	char		pad2[PG_CACHE_LINE_SIZE];
+	void	   *volatile worker_latch;	/* the worker's latch, NULL when none runs */
+	char		pad3[PG_CACHE_LINE_SIZE];
 	SnowflakeSlotPadded slots[SF_NODE_COUNT];
 } SnowflakeShared;
 
@@ -92,6 +97,11 @@ typedef struct SnowflakeStateResult
 extern void sf_state_load(SnowflakeShared *shared);
 extern SnowflakeStateResult sf_state_write(uint64 mark_tick, int64 wall_unix_ms, bool clean);
 extern void sf_state_shutdown(SnowflakeShared *shared);
+extern bool sf_mark_raise(int64 need_tick, int64 now_tick, bool wait, int elevel);
+extern void sf_mark_raise_soon(int64 need_tick, int64 now_tick);
+
+/* worker.c: keeps the durable mark ahead of generation */
+extern void sf_worker_register(void);
 
 /* generator.c */
 extern int64 sf_wall_unix_ms(void);

@@ -17,6 +17,7 @@
 #include "access/xlog.h"
 #include "port/pg_crc32c.h"
 #include "storage/fd.h"
+#include "storage/latch.h"
 
 #include "snowflake.h"
 
@@ -237,4 +238,75 @@ sf_state_shutdown(SnowflakeShared *shared)
 				 errmsg("could not %s snowflake state file \"%s\" at shutdown: %m", res.action, res.path),
 				 errdetail("The reservation written before stays in force; the next start may wait for the clock to pass it.")));
 	}
+}
+
+/*
+ * Raise the durable mark so that it covers need_tick: to need_tick (or the
+ * clock, if later) plus the reservation window.  wait: queue for the lock;
+ * otherwise give up when another process holds it (it is raising the mark).
+ * A failed write is reported at elevel, after the lock is released.  Returns
+ * true when the mark covers need_tick (plus half a window, for early raises).
+ */
+bool
+sf_mark_raise(int64 need_tick, int64 now_tick, bool wait, int elevel)
+{
+	int64		window = sf_reservation_ms;
+	int64		slack = wait ? 0 : window / 2;
+	int64		target;
+	SnowflakeStateResult res;
+
+	if (wait)
+		LWLockAcquire(sf_shared->lock, LW_EXCLUSIVE);
+	else if (!LWLockConditionalAcquire(sf_shared->lock, LW_EXCLUSIVE))
+		return false;
+
+	if (need_tick + slack <= (int64) pg_atomic_read_u64(&sf_shared->reserved))
+	{
+		LWLockRelease(sf_shared->lock);
+		return true;
+	}
+
+	target = Min(Max(need_tick, now_tick) + window, SF_MAX_TICK);
+	res = sf_state_write((uint64) target, now_tick + SF_EPOCH_UNIX_MS, false);
+	if (res.ok)
+	{
+		/* Readers must never see the new mark before the file holds it. */
+		pg_write_barrier();
+		pg_atomic_write_u64(&sf_shared->reserved, (uint64) target);
+	}
+	LWLockRelease(sf_shared->lock);
+
+	if (!res.ok)
+	{
+		errno = res.save_errno;
+		ereport(elevel,
+				(errcode_for_file_access(),
+				 errmsg("could not %s snowflake state file \"%s\": %m", res.action, res.path),
+				 errdetail("No ID beyond the durable high-water mark is issued until the mark can be written."),
+				 errhint("Check free space and permissions in the data directory.")));
+	}
+	return res.ok;
+}
+
+/* Backend-local: when an early raise by this backend last failed. */
+static int64 sf_raise_failed_tick = -1;
+
+/*
+ * Have the mark raised before generation reaches it: wake the worker, or, when
+ * no worker runs, try it here without waiting for the lock.
+ */
+void
+sf_mark_raise_soon(int64 need_tick, int64 now_tick)
+{
+	Latch	   *latch = (Latch *) sf_shared->worker_latch;
+
+	if (latch != NULL)
+	{
+		SetLatch(latch);
+		return;
+	}
+	if (sf_raise_failed_tick >= 0 && now_tick - sf_raise_failed_tick < 100)
+		return;					/* back off after a failure, as the worker does */
+	if (!sf_mark_raise(need_tick, now_tick, false, LOG))
+		sf_raise_failed_tick = now_tick;
 }
