@@ -103,5 +103,6 @@ snowflake_worker_main(Datum main_arg)
 						 PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
 	}
-	proc_exit(0);
+	/* Exit code 1: if this was not a server shutdown, the postmaster restarts us. */
+	proc_exit(1);
 }
