@@ -182,6 +182,15 @@ SET ROLE regress_sf_reader;
 SELECT count(*) AS reader_sees FROM v_plain;
 SELECT count(vid) AS reader_sees_column FROM v_stacked;
 RESET ROLE;
+-- default privileges handed to the recreated view are taken back: the saved ones rule
+CREATE TABLE t_defacl (id serial PRIMARY KEY);
+CREATE VIEW v_defacl AS SELECT id FROM t_defacl;
+ALTER DEFAULT PRIVILEGES GRANT SELECT ON TABLES TO regress_sf_reader;
+SELECT snowflake_migrate_column('t_defacl') -> 'recreated_views' AS recreated;
+ALTER DEFAULT PRIVILEGES REVOKE SELECT ON TABLES FROM regress_sf_reader;
+SELECT relacl IS NULL OR relacl = acldefault('r', relowner) AS default_acl,
+       has_table_privilege('regress_sf_reader', 'v_defacl', 'SELECT') AS reader_can_select
+FROM pg_class WHERE oid = 'v_defacl'::regclass;
 
 -- 8. partitioned tables: ALTER on the parent, partitions follow
 CREATE TABLE p_events (id serial, at date NOT NULL, v text, PRIMARY KEY (id, at)) PARTITION BY RANGE (at);
