@@ -10,6 +10,7 @@ OBJS = \
 	src/generator.o \
 	src/state.o \
 	src/worker.o \
+	src/wal.o \
 	src/functions.o
 
 DATA = $(wildcard sql/$(EXTENSION)--*.sql)

@@ -458,3 +458,130 @@ RETURN (
 
 COMMENT ON FUNCTION snowflake_format(bigint) IS
 'a Snowflake ID and its fields as jsonb, the 64-bit numbers as strings for JavaScript';
+
+-- Fleet operations: a copied data directory adopts the node state it was copied with.
+
+CREATE FUNCTION snowflake_adopt_state()
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'snowflake_adopt_state'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+REVOKE ALL ON FUNCTION snowflake_adopt_state() FROM PUBLIC;
+
+COMMENT ON FUNCTION snowflake_adopt_state() IS
+'make this data directory the owner of the node state it was copied with (after failover or a move); true if it was a copy';
+
+-- Fleet operations: a registry of node claims shared by the fleet (a table on one server,
+-- reached through postgres_fdw, or a table the fleet replicates). See README, Running a fleet.
+
+CREATE FUNCTION snowflake_server_identity()
+RETURNS text
+AS 'MODULE_PATHNAME', 'snowflake_server_identity'
+LANGUAGE C STABLE PARALLEL SAFE;
+
+COMMENT ON FUNCTION snowflake_server_identity() IS
+'this server''s identity in a node registry: system identifier, data directory device and inode';
+
+CREATE FUNCTION snowflake_note_claim(datacenter_id int, machine_id int, until timestamptz)
+RETURNS void
+AS 'MODULE_PATHNAME', 'snowflake_note_claim'
+LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+
+REVOKE ALL ON FUNCTION snowflake_note_claim(int, int, timestamptz) FROM PUBLIC;
+
+COMMENT ON FUNCTION snowflake_note_claim(int, int, timestamptz) IS
+'internal: records in shared memory a registry lease taken by snowflake_claim_node()';
+
+CREATE FUNCTION snowflake_claim_node(registry regclass, lease interval DEFAULT '5 minutes')
+RETURNS timestamptz
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $function$
+DECLARE
+    dc      int := nullif(current_setting('snowflake.datacenter_id'), '-1')::int;
+    m       int := nullif(current_setting('snowflake.machine_id'), '-1')::int;
+    me      text := @extschema@.snowflake_server_identity();
+    t0      timestamptz := clock_timestamp();
+    until   timestamptz;
+    n       bigint;
+    holder  text;
+    holder_until timestamptz;
+BEGIN
+    IF registry IS NULL THEN
+        RAISE EXCEPTION 'registry must not be null' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF lease IS NULL OR lease < interval '1 second' OR lease > interval '1 day' THEN
+        RAISE EXCEPTION 'lease must be between 1 second and 1 day, not %', coalesce(lease::text, 'NULL')
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF dc IS NULL OR m IS NULL THEN
+        RAISE EXCEPTION 'snowflake.datacenter_id and snowflake.machine_id must be set to claim a node'
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  HINT = 'Set both in postgresql.conf, then reload.';
+    END IF;
+    IF pg_is_in_recovery() THEN
+        RAISE EXCEPTION 'cannot execute snowflake_claim_node() during recovery'
+            USING ERRCODE = 'read_only_sql_transaction';
+    END IF;
+    until := t0 + lease;
+
+    -- Renew our own claim, or take over one whose lease has ended.
+    EXECUTE format('UPDATE %s SET owner = $1, claimed_at = $2, expires_at = $3'
+                   ' WHERE datacenter_id = $4 AND machine_id = $5 AND (owner = $1 OR expires_at < $2)',
+                   registry)
+        USING me, t0, until, dc, m;
+    GET DIAGNOSTICS n = ROW_COUNT;
+    IF n = 0 THEN
+        BEGIN
+            EXECUTE format('INSERT INTO %s (datacenter_id, machine_id, owner, claimed_at, expires_at)'
+                           ' VALUES ($1, $2, $3, $4, $5)', registry)
+                USING dc, m, me, t0, until;
+        EXCEPTION WHEN unique_violation THEN
+            EXECUTE format('SELECT owner, expires_at FROM %s WHERE datacenter_id = $1 AND machine_id = $2',
+                           registry)
+                INTO holder, holder_until USING dc, m;
+            RAISE EXCEPTION 'datacenter %, machine % is claimed by another server', dc, m
+                USING ERRCODE = 'object_not_in_prerequisite_state',
+                      DETAIL = format('The registry %s names %s as the holder, its lease ending %s; this server is %s.',
+                                      registry, holder, holder_until, me),
+                      HINT = 'Give this server its own snowflake.datacenter_id and snowflake.machine_id, '
+                             'or claim again once the holder is stopped for good and its lease has ended.';
+        END;
+    END IF;
+
+    PERFORM @extschema@.snowflake_note_claim(dc, m, until);
+    RETURN until;
+END
+$function$;
+
+REVOKE ALL ON FUNCTION snowflake_claim_node(regclass, interval) FROM PUBLIC;
+
+COMMENT ON FUNCTION snowflake_claim_node(regclass, interval) IS
+'claim (or renew) this server''s node in a registry table shared by the fleet; returns when the lease ends';
+
+CREATE FUNCTION snowflake_release_node(registry regclass)
+RETURNS boolean
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $function$
+DECLARE
+    dc  int := nullif(current_setting('snowflake.datacenter_id'), '-1')::int;
+    m   int := nullif(current_setting('snowflake.machine_id'), '-1')::int;
+    n   bigint;
+BEGIN
+    IF dc IS NULL OR m IS NULL THEN
+        RAISE EXCEPTION 'snowflake.datacenter_id and snowflake.machine_id must be set to release a node'
+            USING ERRCODE = 'object_not_in_prerequisite_state';
+    END IF;
+    PERFORM @extschema@.snowflake_note_claim(dc, m, 'epoch');
+    EXECUTE format('DELETE FROM %s WHERE datacenter_id = $1 AND machine_id = $2 AND owner = $3', registry)
+        USING dc, m, @extschema@.snowflake_server_identity();
+    GET DIAGNOSTICS n = ROW_COUNT;
+    RETURN n > 0;
+END
+$function$;
+
+REVOKE ALL ON FUNCTION snowflake_release_node(regclass) FROM PUBLIC;
+
+COMMENT ON FUNCTION snowflake_release_node(regclass) IS
+'give up this server''s claim on its node in the registry (before moving the node to another server)';

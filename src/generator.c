@@ -83,6 +83,20 @@ sf_check_can_generate(const char *caller)
 				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
 				 errmsg("cannot execute %s during recovery", caller)));
 
+	if (unlikely(sf_shared->copied))
+	{
+		if (!sf_failover_adopt)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("%s refused: this data directory is a copy of the one that owns the node state", caller),
+					 errdetail("The snowflake state file was written by another data directory (a base backup, a restored or copied data directory, or a moved one); "
+							   "both could otherwise issue the same IDs under one node."),
+					 errhint("If this server replaces that one for good (failover, move), run SELECT snowflake_adopt_state(). "
+							 "If it is a new server, first give it its own snowflake.datacenter_id and snowflake.machine_id, then run it. "
+							 "On standbys meant to take over, set snowflake.failover_adopt = on.")));
+		sf_state_adopt();
+	}
+
 	if (sf_shared->status != SF_STATE_OK)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
@@ -217,6 +231,15 @@ sf_reserve(int node, int64 count, const char *caller)
 	sf_check_can_generate(caller);
 	slot = &sf_shared->slots[node].slot;
 	INSTR_TIME_SET_ZERO(wait_start);
+
+	if (sf_require_claim &&
+		(int64) pg_atomic_read_u64(&slot->claim_until) <= sf_wall_unix_ms())
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("%s refused: this server holds no current registry claim for datacenter %d, machine %d",
+						caller, node / (int) (SF_MAX_MACHINE + 1), node % (int) (SF_MAX_MACHINE + 1)),
+				 errdetail("snowflake.require_claim is on; the claim was never taken since start-up, or its lease ended."),
+				 errhint("Run SELECT snowflake_claim_node('<registry table>'), and renew it before the lease ends (for example with pg_cron).")));
 
 	for (;;)
 	{

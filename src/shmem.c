@@ -86,6 +86,7 @@ sf_shmem_startup(void)
 			pg_atomic_init_u64(&slot->max_rollback, 0);
 			pg_atomic_init_u64(&slot->waits, 0);
 			pg_atomic_init_u64(&slot->refusals, 0);
+			pg_atomic_init_u64(&slot->claim_until, 0);
 			pg_atomic_init_u32(&slot->used, 0);
 		}
 	}

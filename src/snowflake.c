@@ -21,6 +21,8 @@ int			sf_machine_id = SF_NODE_UNSET;
 int			sf_max_lead_ms = 0;
 int			sf_max_wait_ms = 10000;
 int			sf_reservation_ms = 1000;
+bool		sf_failover_adopt = false;
+bool		sf_require_claim = false;
 
 void		_PG_init(void);
 
@@ -69,11 +71,29 @@ _PG_init(void)
 							PGC_SIGHUP, GUC_UNIT_MS,
 							NULL, NULL, NULL);
 
+	DefineCustomBoolVariable("snowflake.failover_adopt",
+							 "Adopt the node state of the data directory this one was copied from, on the first ID after recovery.",
+							 "Set it on a standby meant to take over its primary's node on promotion. "
+							 "Without it, a copied data directory refuses to generate until snowflake_adopt_state() is run.",
+							 &sf_failover_adopt,
+							 false,
+							 PGC_SIGHUP, 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("snowflake.require_claim",
+							 "Generate only for nodes this server holds a current registry claim for.",
+							 "Claims are taken and renewed with snowflake_claim_node(); see Running a fleet in the README.",
+							 &sf_require_claim,
+							 false,
+							 PGC_SIGHUP, 0,
+							 NULL, NULL, NULL);
+
 	MarkGUCPrefixReserved("snowflake");
 
 	if (!process_shared_preload_libraries_in_progress)
 		return;
 
 	sf_shmem_install_hooks();
+	sf_wal_register();
 	sf_worker_register();
 }

@@ -13,8 +13,10 @@
  * - worker_latch is set and cleared by the worker itself; anyone may read it
  *   without a lock and set the latch (a stale pointer costs a spurious wake-up
  *   of another process, nothing more).
- * - The state fields (status, message) are set at shared memory start-up, in
- *   the postmaster, before any backend exists, and are read-only afterwards.
+ * - The state fields (status, message, floor, self_*) are set at shared memory
+ *   start-up, in the postmaster, before any backend exists, and are read-only
+ *   afterwards.  owner_* and copied change only under the lock (adoption);
+ *   copied is read without it.
  * - Counters are atomics, updated without a lock.
  * - Nothing may ereport, allocate or sleep while holding the lock: the file
  *   code returns an error description, which is reported after release.
@@ -33,6 +35,8 @@ extern int	sf_machine_id;
 extern int	sf_max_lead_ms;
 extern int	sf_max_wait_ms;
 extern int	sf_reservation_ms;
+extern bool sf_failover_adopt;
+extern bool sf_require_claim;
 
 #define SF_NODE_UNSET		(-1)
 #define SF_MAX_LEAD_LIMIT	3600000		/* 1 hour */
@@ -47,6 +51,7 @@ typedef struct SnowflakeSlot
 	pg_atomic_uint64 max_rollback;	/* largest of them, in ms */
 	pg_atomic_uint64 waits;		/* calls that slept */
 	pg_atomic_uint64 refusals;	/* calls refused for time */
+	pg_atomic_uint64 claim_until;	/* registry lease of this node, Unix ms */
 	pg_atomic_uint32 used;		/* issued an ID since start-up */
 } SnowflakeSlot;
 
@@ -69,6 +74,12 @@ typedef struct SnowflakeShared
 	char		message[256];	/* why the state is damaged */
 	uint64		floor;			/* tick of the mark loaded at start-up */
 	uint64		clock_seen;		/* wall clock (Unix ms) the file was written at */
+	/* The data directory that owns the node state, and this one (dev, inode). */
+	uint64		owner_dev;
+	uint64		owner_ino;
+	uint64		self_dev;
+	uint64		self_ino;
+	volatile bool copied;		/* owner differs: generation waits for adoption */
 	char		pad1[PG_CACHE_LINE_SIZE];
 	pg_atomic_uint64 reserved;	/* durable mark: no ID beyond this tick */
 	char		pad2[PG_CACHE_LINE_SIZE];
@@ -98,6 +109,12 @@ extern void sf_state_load(SnowflakeShared *shared);
 extern SnowflakeStateResult sf_state_write(uint64 mark_tick, int64 wall_unix_ms, bool clean);
 extern void sf_state_shutdown(SnowflakeShared *shared);
 extern bool sf_mark_raise(int64 need_tick, int64 now_tick, bool wait, int elevel);
+extern void sf_mark_replayed(uint64 mark_tick);
+extern void sf_state_adopt(void);
+
+/* wal.c: the mark in WAL, for standbys */
+extern void sf_wal_register(void);
+extern void sf_wal_log_mark(uint64 mark_tick);
 extern void sf_mark_raise_soon(int64 need_tick, int64 now_tick);
 
 /* worker.c: keeps the durable mark ahead of generation */

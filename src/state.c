@@ -12,9 +12,11 @@
 #include "postgres.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "access/xlog.h"
+#include "miscadmin.h"
 #include "port/pg_crc32c.h"
 #include "storage/fd.h"
 #include "storage/latch.h"
@@ -33,11 +35,13 @@ typedef struct SnowflakeStateFile
 	uint64		system_identifier;
 	uint64		mark;			/* tick: no ID with a later ms was issued */
 	int64		wall_unix_ms;	/* wall clock when written */
+	uint64		owner_dev;		/* the data directory that owns the node state */
+	uint64		owner_ino;
 	uint32		flags;
 	pg_crc32c	crc;
 } SnowflakeStateFile;
 
-StaticAssertDecl(sizeof(SnowflakeStateFile) == 40, "state file layout must not have padding");
+StaticAssertDecl(sizeof(SnowflakeStateFile) == 56, "state file layout must not have padding");
 
 static pg_crc32c
 sf_state_crc(const SnowflakeStateFile *file)
@@ -80,17 +84,43 @@ sf_state_load(SnowflakeShared *shared)
 	ssize_t		len;
 	int			save_errno;
 
+	struct stat st;
+
 	shared->status = SF_STATE_OK;
 	shared->floor = 0;
 	shared->clock_seen = 0;
+	shared->copied = false;
+
+	/* Which data directory is this?  A copy or a move gets another inode. */
+	if (stat(".", &st) != 0)
+	{
+		sf_state_damaged(shared, "could not stat the data directory: %s", strerror(errno));
+		return;
+	}
+	shared->self_dev = shared->owner_dev = (uint64) st.st_dev;
+	shared->self_ino = shared->owner_ino = (uint64) st.st_ino;
 
 	fd = BasicOpenFile(SF_STATE_FILE, O_RDONLY | PG_BINARY);
 	if (fd < 0)
 	{
 		if (errno == ENOENT)
 		{
+			SnowflakeStateResult res;
+
+			/*
+			 * A new cluster (or new to snowflake): write the file now, so that
+			 * every later copy of this data directory carries its owner.
+			 */
+			res = sf_state_write(0, sf_wall_unix_ms(), false);
+			if (!res.ok)
+			{
+				errno = res.save_errno;
+				sf_state_damaged(shared, "it does not exist, and could not be created (%s %s): %s",
+								 res.action, res.path, strerror(errno));
+				return;
+			}
 			ereport(LOG,
-					(errmsg("snowflake state file \"%s\" does not exist; generation starts from the clock",
+					(errmsg("snowflake state file \"%s\" created; generation starts from the clock",
 							SF_STATE_FILE)));
 			return;
 		}
@@ -134,6 +164,16 @@ sf_state_load(SnowflakeShared *shared)
 	{
 		shared->floor = file.mark;
 		shared->clock_seen = file.wall_unix_ms > 0 ? (uint64) file.wall_unix_ms : 0;
+		shared->owner_dev = file.owner_dev;
+		shared->owner_ino = file.owner_ino;
+		if (file.owner_dev != shared->self_dev || file.owner_ino != shared->self_ino)
+		{
+			shared->copied = true;
+			ereport(WARNING,
+					(errmsg("snowflake state file \"%s\" was written by another data directory: this one is a copy, or was moved",
+							SF_STATE_FILE),
+					 errhint("snowflake_next() refuses until the node state is adopted; see the snowflake README, section Running a fleet.")));
+		}
 		ereport(LOG,
 				(errmsg("snowflake generation starts above " INT64_FORMAT " (Unix ms), from a %s",
 						(int64) file.mark + SF_EPOCH_UNIX_MS,
@@ -171,6 +211,8 @@ sf_state_write(uint64 mark_tick, int64 wall_unix_ms, bool clean)
 	file.system_identifier = GetSystemIdentifier();
 	file.mark = mark_tick;
 	file.wall_unix_ms = wall_unix_ms;
+	file.owner_dev = sf_shared->owner_dev;
+	file.owner_ino = sf_shared->owner_ino;
 	file.flags = clean ? SF_STATE_CLEAN : 0;
 	file.crc = sf_state_crc(&file);
 
@@ -255,6 +297,10 @@ sf_mark_raise(int64 need_tick, int64 now_tick, bool wait, int elevel)
 	int64		target;
 	SnowflakeStateResult res;
 
+	/* A standby raises nothing: its marks come from WAL. */
+	if (RecoveryInProgress())
+		return false;
+
 	if (wait)
 		LWLockAcquire(sf_shared->lock, LW_EXCLUSIVE);
 	else if (!LWLockConditionalAcquire(sf_shared->lock, LW_EXCLUSIVE))
@@ -267,6 +313,13 @@ sf_mark_raise(int64 need_tick, int64 now_tick, bool wait, int elevel)
 	}
 
 	target = Min(Max(need_tick, now_tick) + window, SF_MAX_TICK);
+
+	/*
+	 * WAL first, so that standbys learn the mark before any commit that uses
+	 * an ID beyond the old one.  (XLogInsert can only fail by PANIC here; the
+	 * lock is released by the abort in any case.)
+	 */
+	sf_wal_log_mark((uint64) target);
 	res = sf_state_write((uint64) target, now_tick + SF_EPOCH_UNIX_MS, false);
 	if (res.ok)
 	{
@@ -309,4 +362,96 @@ sf_mark_raise_soon(int64 need_tick, int64 now_tick)
 		return;					/* back off after a failure, as the worker does */
 	if (!sf_mark_raise(need_tick, now_tick, false, LOG))
 		sf_raise_failed_tick = now_tick;
+}
+
+/*
+ * Replay of a mark logged by the primary (startup process): lift every node
+ * above it, and record it in this server's own state file so that it survives
+ * a restart of the standby.  A write failure only warns: replay goes on, and
+ * the mark still holds in shared memory until the standby restarts.
+ */
+void
+sf_mark_replayed(uint64 mark_tick)
+{
+	uint64		start_word = SF_WORD(mark_tick, SF_MAX_SEQUENCE);
+	SnowflakeStateResult res = {true, 0, NULL, NULL};
+
+	if (sf_shared == NULL)
+		return;
+
+	LWLockAcquire(sf_shared->lock, LW_EXCLUSIVE);
+	if (mark_tick > pg_atomic_read_u64(&sf_shared->reserved))
+	{
+		/* Never write over a file found damaged: it may hold a higher mark. */
+		if (sf_shared->status == SF_STATE_OK)
+			res = sf_state_write(mark_tick, sf_wall_unix_ms(), false);
+		pg_atomic_write_u64(&sf_shared->reserved, mark_tick);
+	}
+	for (int i = 0; i < SF_NODE_COUNT; i++)
+	{
+		pg_atomic_uint64 *word = &sf_shared->slots[i].slot.word;
+		uint64		old = pg_atomic_read_u64(word);
+
+		while (old < start_word && !pg_atomic_compare_exchange_u64(word, &old, start_word))
+			;
+	}
+	LWLockRelease(sf_shared->lock);
+
+	if (!res.ok)
+	{
+		errno = res.save_errno;
+		ereport(WARNING,
+				(errcode_for_file_access(),
+				 errmsg("could not %s snowflake state file \"%s\" while replaying a mark: %m", res.action, res.path),
+				 errdetail("The mark holds in shared memory; a restart of this standby before the next mark would forget it.")));
+	}
+}
+
+/*
+ * Adopt the node state of the data directory this one was copied from: from
+ * now on this data directory owns it.  The caller has checked that this is
+ * what the operator wants (snowflake_adopt_state(), or
+ * snowflake.failover_adopt on promotion).
+ */
+void
+sf_state_adopt(void)
+{
+	SnowflakeStateResult res;
+	int64		now_ms = sf_wall_unix_ms();
+	uint64		mark;
+	uint64		old_dev;
+	uint64		old_ino;
+
+	LWLockAcquire(sf_shared->lock, LW_EXCLUSIVE);
+	if (!sf_shared->copied)
+	{
+		LWLockRelease(sf_shared->lock);
+		return;
+	}
+	old_dev = sf_shared->owner_dev;
+	old_ino = sf_shared->owner_ino;
+	sf_shared->owner_dev = sf_shared->self_dev;
+	sf_shared->owner_ino = sf_shared->self_ino;
+	mark = pg_atomic_read_u64(&sf_shared->reserved);
+	res = sf_state_write(mark, now_ms, false);
+	if (res.ok)
+		sf_shared->copied = false;
+	else
+	{
+		/* Stay a copy until the file says otherwise. */
+		sf_shared->owner_dev = old_dev;
+		sf_shared->owner_ino = old_ino;
+	}
+	LWLockRelease(sf_shared->lock);
+
+	if (!res.ok)
+	{
+		errno = res.save_errno;
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not %s snowflake state file \"%s\": %m", res.action, res.path)));
+	}
+	ereport(LOG,
+			(errmsg("snowflake node state adopted by this data directory (device " UINT64_FORMAT ", inode " UINT64_FORMAT ")",
+					sf_shared->self_dev, sf_shared->self_ino)));
 }
