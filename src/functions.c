@@ -119,7 +119,12 @@ snowflake_next_n(PG_FUNCTION_ARGS)
 	funcctx = SRF_PERCALL_SETUP();
 	words = funcctx->user_fctx;
 	if (funcctx->call_cntr < funcctx->max_calls)
-		SRF_RETURN_NEXT(funcctx, Int64GetDatum(sf_word_to_id(words[0] + funcctx->call_cntr, (int) words[1])));
+	{
+		/* Before SRF_RETURN_NEXT: it advances call_cntr before using its argument. */
+		int64		id = sf_word_to_id(words[0] + funcctx->call_cntr, (int) words[1]);
+
+		SRF_RETURN_NEXT(funcctx, Int64GetDatum(id));
+	}
 	SRF_RETURN_DONE(funcctx);
 }
 

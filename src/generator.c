@@ -112,7 +112,14 @@ static inline void
 sf_note_clock(SnowflakeSlot *slot, uint64 seen, int64 now_ms)
 {
 	if (now_ms > (int64) seen)
+	{
+		uint64		high = pg_atomic_read_u64(&slot->clock_high);
+
 		(void) pg_atomic_compare_exchange_u64(&slot->clock_last, &seen, (uint64) now_ms);
+		while ((uint64) now_ms > high &&
+			   !pg_atomic_compare_exchange_u64(&slot->clock_high, &high, (uint64) now_ms))
+			;
+	}
 	else if (now_ms < (int64) seen &&
 			 pg_atomic_compare_exchange_u64(&slot->clock_last, &seen, (uint64) now_ms))
 	{
@@ -183,21 +190,36 @@ sf_sleep_until(int64 target_ns, instr_time start)
 	}
 }
 
-/* Refuse a call whose wait cannot end within snowflake.max_wait_ms. */
+/*
+ * Refuse a call whose wait cannot end within snowflake.max_wait_ms: because the
+ * clock went back below the highest time seen, or because the IDs asked for
+ * need a later ms than the lead and the wait allow (a frozen clock, a large run).
+ */
 static void
 sf_refuse(SnowflakeSlot *slot, int node, uint64 old, int64 last_tick, int64 now_tick, const char *caller)
 {
+	int64		now_ms = now_tick + SF_EPOCH_UNIX_MS;
+	int64		back = (int64) pg_atomic_read_u64(&slot->clock_high) - now_ms;
 	int64		behind = SF_WORD_TICK(old) - now_tick;
 
 	pg_atomic_fetch_add_u64(&slot->refusals, 1);
 
-	if (behind > 0)
+	/* Behind the IDs by more than this session's lead: the clock is the problem. */
+	if (behind > sf_max_lead_ms)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("%s refused: the system clock is behind the IDs already issued", caller),
-				 errdetail("The clock went back %lld ms: it is %lld ms behind the last ID issued for datacenter %d, machine %d, "
+				 back > 0 ?
+				 errdetail("The clock went back %lld ms; it is %lld ms behind the last ID issued for datacenter %d, machine %d, "
 						   "and waiting for it would take longer than snowflake.max_wait_ms (%d ms).",
-						   (long long) behind, (long long) behind,
+						   (long long) back, (long long) behind,
+						   node / (int) (SF_MAX_MACHINE + 1), node % (int) (SF_MAX_MACHINE + 1),
+						   sf_max_wait_ms) :
+				 errdetail("The clock is %lld ms behind the last ID issued or reserved for datacenter %d, machine %d "
+						   "(IDs ran ahead of it: a lead taken under snowflake.max_lead_ms, the durable mark after a crash, "
+						   "or the mark a promoted standby took over), and waiting for it would take longer than "
+						   "snowflake.max_wait_ms (%d ms).",
+						   (long long) behind,
 						   node / (int) (SF_MAX_MACHINE + 1), node % (int) (SF_MAX_MACHINE + 1),
 						   sf_max_wait_ms),
 				 errhint("Check the server's time synchronisation. Waiting longer (snowflake.max_wait_ms) lets the clock catch up.")));

@@ -82,6 +82,7 @@ sf_shmem_startup(void)
 
 			pg_atomic_init_u64(&slot->word, start_word);
 			pg_atomic_init_u64(&slot->clock_last, sf_shared->clock_seen);
+			pg_atomic_init_u64(&slot->clock_high, sf_shared->clock_seen);
 			pg_atomic_init_u64(&slot->rollbacks, 0);
 			pg_atomic_init_u64(&slot->max_rollback, 0);
 			pg_atomic_init_u64(&slot->waits, 0);

@@ -46,7 +46,8 @@ extern bool sf_require_claim;
 typedef struct SnowflakeSlot
 {
 	pg_atomic_uint64 word;		/* last issued tick << 12 | sequence */
-	pg_atomic_uint64 clock_last;	/* latest wall clock tick seen here */
+	pg_atomic_uint64 clock_last;	/* latest wall clock seen here, Unix ms */
+	pg_atomic_uint64 clock_high;	/* highest wall clock seen here, Unix ms */
 	pg_atomic_uint64 rollbacks;		/* backward clock steps seen */
 	pg_atomic_uint64 max_rollback;	/* largest of them, in ms */
 	pg_atomic_uint64 waits;		/* calls that slept */

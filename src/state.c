@@ -68,7 +68,8 @@ sf_state_damaged(SnowflakeShared *shared, const char *fmt,...)
 	va_end(ap);
 	shared->status = SF_STATE_DAMAGED;
 	ereport(WARNING,
-			(errmsg("snowflake state file \"%s\" is damaged: %s", SF_STATE_FILE, shared->message),
+			(errmsg("snowflake state file \"%s\" is damaged", SF_STATE_FILE),
+			 errdetail("%s", shared->message),
 			 errhint("snowflake_next() refuses until the file is repaired; see the snowflake README, section Operations.")));
 }
 
@@ -94,7 +95,7 @@ sf_state_load(SnowflakeShared *shared)
 	/* Which data directory is this?  A copy or a move gets another inode. */
 	if (stat(".", &st) != 0)
 	{
-		sf_state_damaged(shared, "could not stat the data directory: %s", strerror(errno));
+		sf_state_damaged(shared, "Could not stat the data directory: %s.", strerror(errno));
 		return;
 	}
 	shared->self_dev = shared->owner_dev = (uint64) st.st_dev;
@@ -115,7 +116,7 @@ sf_state_load(SnowflakeShared *shared)
 			if (!res.ok)
 			{
 				errno = res.save_errno;
-				sf_state_damaged(shared, "it does not exist, and could not be created (%s %s): %s",
+				sf_state_damaged(shared, "It does not exist, and could not be created (%s %s): %s.",
 								 res.action, res.path, strerror(errno));
 				return;
 			}
@@ -124,7 +125,7 @@ sf_state_load(SnowflakeShared *shared)
 							SF_STATE_FILE)));
 			return;
 		}
-		sf_state_damaged(shared, "could not open it: %s", strerror(errno));
+		sf_state_damaged(shared, "Could not open it: %s.", strerror(errno));
 		return;
 	}
 
@@ -137,29 +138,29 @@ sf_state_load(SnowflakeShared *shared)
 		close(fd);
 		if (len < 0)
 		{
-			sf_state_damaged(shared, "could not read it: %s", strerror(save_errno));
+			sf_state_damaged(shared, "Could not read it: %s.", strerror(save_errno));
 			return;
 		}
 		if (len != sizeof(SnowflakeStateFile))
 		{
-			sf_state_damaged(shared, "it is %zd bytes long, expected %zu", len, sizeof(SnowflakeStateFile));
+			sf_state_damaged(shared, "It is %zd bytes long, expected %zu.", len, sizeof(SnowflakeStateFile));
 			return;
 		}
 		memcpy(&file, buf, sizeof(file));
 	}
 
 	if (file.magic != SF_STATE_MAGIC)
-		sf_state_damaged(shared, "bad magic number %08X", file.magic);
+		sf_state_damaged(shared, "It has a bad magic number, %08X.", file.magic);
 	else if (file.version != SF_STATE_VERSION)
-		sf_state_damaged(shared, "unsupported version %u (this build reads version %d)",
+		sf_state_damaged(shared, "It has version %u; this build reads version %d.",
 						 file.version, SF_STATE_VERSION);
 	else if (!EQ_CRC32C(file.crc, sf_state_crc(&file)))
-		sf_state_damaged(shared, "checksum mismatch");
+		sf_state_damaged(shared, "Its checksum does not match its contents.");
 	else if (file.system_identifier != GetSystemIdentifier())
-		sf_state_damaged(shared, "it belongs to database system " UINT64_FORMAT ", not to this one (" UINT64_FORMAT ")",
+		sf_state_damaged(shared, "It belongs to database system " UINT64_FORMAT ", not to this one (" UINT64_FORMAT ").",
 						 file.system_identifier, GetSystemIdentifier());
 	else if (file.mark > (uint64) SF_MAX_TICK)
-		sf_state_damaged(shared, "its mark " UINT64_FORMAT " is past the last Snowflake timestamp", file.mark);
+		sf_state_damaged(shared, "Its mark " UINT64_FORMAT " is past the last Snowflake timestamp.", file.mark);
 	else
 	{
 		shared->floor = file.mark;

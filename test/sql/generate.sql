@@ -30,6 +30,9 @@ FROM (SELECT id, lag(id) OVER (ORDER BY ord) AS prev
       FROM snowflake_next_n(10000) WITH ORDINALITY AS t(id, ord)) s
 WHERE prev IS NOT NULL;
 SELECT count(*) FROM snowflake_next_n(1);
+-- A run's IDs are exactly the ones reserved: the next call lies above its last.
+WITH run AS MATERIALIZED (SELECT array_agg(x ORDER BY x) AS xs FROM snowflake_next_n(3) x)
+SELECT snowflake_next() > xs[3] AS next_above_run FROM run;
 SELECT snowflake_next_n(0);
 SELECT snowflake_next_n(-5);
 SELECT snowflake_next_n(10000001);

@@ -1,0 +1,159 @@
+
+# 010_clock.pl: the wall clock steps under a running server (libfaketime).
+#
+# Clock 10 min back: refused with the rollback in the detail, counted.  Waits
+# for a clock behind ended by statement_timeout and by pg_cancel_backend.  A
+# small step back absorbed by waiting.  A frozen clock: exactly 4096 IDs per
+# ms, then refusal, never a wrap; with max_lead_ms, IDs run ahead that far and
+# no further.  A jump forward and back: never a lower or repeated ID.
+
+use strict;
+use warnings FATAL => 'all';
+
+use FindBin;
+use lib $FindBin::RealBin;
+
+use PostgreSQL::Test::Utils;
+use SnowflakeTest;
+use Test::More;
+use Time::HiRes qw(time);
+
+my $t = SnowflakeTest->new('clock');
+$t->start;
+$t->query('CREATE EXTENSION snowflake');
+
+$t->ids('SELECT snowflake_next() FROM generate_series(1, 100)',
+	'true time: 100 IDs', count => 100);
+
+# --- The clock steps back 10 minutes: refused within max_wait_ms, counted.
+
+$t->next_id('last ID before the step back');
+$t->set_clock('-10m');
+my $r = $t->next_refused(
+	'clock 10 min back, max_wait_ms 200',
+	"SET snowflake.max_wait_ms = 200; SET statement_timeout = '30s';",
+	message => qr/clock/);
+my $back = SnowflakeTest::detail_ms($r);
+ok( defined $back && $back > 590_000 && $back <= 601_000,
+	'the detail states the rollback, about 600000 ms')
+  or diag("detail: " . ($r->{detail} // '(none)'));
+
+$t->refused('SELECT snowflake_next_n(10)',
+	'clock 10 min back: snowflake_next_n(10) refused at once (default max_wait_ms)');
+
+my $s = $t->status;
+cmp_ok($s->{clock_rollbacks}, '>=', 1, 'status: the rollback is counted');
+ok( $s->{max_rollback_ms} > 590_000 && $s->{max_rollback_ms} <= 601_000,
+	'status: max_rollback_ms is about 600000')
+  or diag("max_rollback_ms: $s->{max_rollback_ms}");
+cmp_ok($s->{refusals}, '>=', 2, 'status: the refusals are counted');
+
+# --- A wait for a clock 2 min behind ends promptly on statement_timeout and
+# --- on pg_cancel_backend (max_wait_ms 5 min would let it wait).
+
+$t->set_clock('-2m');
+my $t0 = time;
+$t->next_refused(
+	'clock 2 min back, max_wait_ms 300000, statement_timeout 300ms',
+	"SET snowflake.max_wait_ms = 300000; SET statement_timeout = '300ms';",
+	sqlstate => '57014',
+	message => qr/statement timeout/);
+cmp_ok(time - $t0, '<', 25, 'the wait did not run its course (sanity bound)');
+
+my $bg = $t->background;
+$bg->query_safe('SET snowflake.max_wait_ms = 300000');
+$bg->query_until(qr/waiting/, "\\echo waiting\nSELECT snowflake_next();\n");
+# PG_WAIT_EXTENSION: the backend is asleep in the generator's wait.
+my $pid = $t->wait_for_active('SELECT snowflake_next()%',
+	"wait_event_type = 'Extension'");
+is($t->query("SELECT pg_cancel_backend($pid)"), 't', 'pg_cancel_backend sent');
+my $out = $bg->query('SELECT 1');
+is($out, '1', 'the cancelled call returned no ID');
+like($bg->{stderr}, qr/ERROR:\s+57014:\s+canceling statement due to user request/,
+	'the waiting call ends with the cancel error (57014)');
+$bg->quit;
+
+$t->set_clock('+0');
+$t->next_id('clock restored: no wait left behind by the cancelled calls');
+
+# --- A small step back (1.5 s) is absorbed by waiting.
+
+$t->next_id('last ID before a 1.5 s step back');
+my $before = $t->status;
+$t->set_clock('-1.5');
+$t->next_id('clock 1.5 s back, max_wait_ms 10000: waits, then succeeds',
+	'SET snowflake.max_wait_ms = 10000;');
+my $after = $t->status;
+cmp_ok($after->{waits}, '>', $before->{waits}, 'status: the wait is counted');
+cmp_ok($after->{clock_rollbacks}, '>', $before->{clock_rollbacks},
+	'status: the 1.5 s rollback is counted');
+$t->set_clock('+0');
+
+# --- A frozen clock (machine 2): 4096 IDs in its ms, then a refusal.
+
+my $m2 = 'SET snowflake.machine_id = 2; SET snowflake.max_wait_ms = 200;';
+my $frozen_s = int(time) + 3;
+my $frozen_ms = $frozen_s * 1000;
+$t->set_clock(frozen_time($frozen_s));
+# snowflake_next_n and snowflake_next share the ms: 4000 + 96 IDs.
+my @f = $t->ids(
+	"$m2 SELECT snowflake_next_n(4000);\n"
+	  . "SELECT snowflake_next() FROM generate_series(1, 96);",
+	'frozen clock: snowflake_next_n(4000), then snowflake_next() 96 times',
+	count => 4096);
+is_deeply(
+	[ map { id_unix_ms($_) == $frozen_ms ? 1 : 0 } @f ],
+	[ (1) x 4096 ],
+	'frozen clock: all 4096 IDs in the frozen ms');
+is_deeply([ map { id_sequence($_) } @f ], [ 0 .. 4095 ],
+	'frozen clock: sequences 0..4095');
+$before = $t->status(1, 2);
+$r = $t->next_refused('frozen clock, max_lead_ms 0: the 4097th ID is refused',
+	$m2);
+unlike($r->{detail} // '', qr/went back/, 'frozen clock: the detail does not claim a rollback');
+$after = $t->status(1, 2);
+cmp_ok($after->{refusals}, '>', $before->{refusals}, 'status: refusal counted');
+is($after->{last_id}, $f[-1], 'status: last ID unchanged by the refusal');
+is($after->{clock_rollbacks}, 0, 'status: a frozen clock is no rollback');
+
+# max_lead_ms 5: 5 more ms of 4096 IDs each, then refusal.
+my $lead = 'SET snowflake.max_lead_ms = 5;';
+my @g = $t->ids("$m2 $lead SELECT snowflake_next_n(4096 * 5);",
+	'frozen clock, max_lead_ms 5: 5 * 4096 more IDs', count => 4096 * 5);
+is(id_unix_ms($g[-1]), $frozen_ms + 5, 'max_lead_ms 5: the last ID is 5 ms ahead');
+is(scalar(@f) + scalar(@g), 4096 * (1 + 5), 'count = 4096 * (1 + max_lead_ms)');
+$r = $t->next_refused('frozen clock, max_lead_ms 5: the next ID is refused',
+	"$m2 $lead");
+unlike($r->{detail} // '', qr/went back/,
+	'max_lead_ms exhausted: the detail does not claim a rollback');
+like($r->{message} // '', qr/no timestamp free/, 'max_lead_ms exhausted: refused for want of a free timestamp');
+$t->refused("$m2 $lead SELECT snowflake_next_n(1);",
+	'max_lead_ms 5: snowflake_next_n(1) refused too');
+$t->set_clock('+0');
+
+# --- A jump forward 10 min, then back to true time (machine 3).
+
+my $m3 = 'SET snowflake.machine_id = 3;';
+$t->ids("$m3 SELECT snowflake_next() FROM generate_series(1, 10)",
+	'machine 3, true time', count => 10);
+$t->set_clock('+10m');
+my @fut = $t->ids("$m3 SELECT snowflake_next() FROM generate_series(1, 10)",
+	'machine 3, clock 10 min ahead', count => 10);
+cmp_ok(id_unix_ms($fut[0]), '>', int(time * 1000) + 590_000,
+	'the IDs carry the future time');
+$t->set_clock('+0');
+$r = $t->next_refused('machine 3, back to true time: refused',
+	"$m3 SET snowflake.max_wait_ms = 1000;");
+$back = SnowflakeTest::detail_ms($r);
+ok(defined $back && $back > 590_000 && $back <= 601_000,
+	'the detail states the rollback, about 600000 ms')
+  or diag("detail: " . ($r->{detail} // '(none)'));
+$t->ids(
+	"$m3 SET snowflake.max_lead_ms = 3600000; SELECT snowflake_next() FROM generate_series(1, 10)",
+	'machine 3, true time, max_lead_ms 1 h: IDs go on above the future ones',
+	count => 10);
+$t->next_id('machine 1 unaffected by machine 3\'s future IDs');
+
+$t->summary;
+$t->stop;
+done_testing();

@@ -1,0 +1,453 @@
+
+# SnowflakeTest.pm: shared helpers for the snowflake TAP tests (test/t/0*.pl).
+#
+# A SnowflakeTest object wraps one PostgreSQL::Test::Cluster node that preloads
+# snowflake and runs under libfaketime, so a test can step every server
+# process's wall clock at once (set_clock) while the monotonic clock stays
+# real, like an NTP step.  Client processes (psql, pg_basebackup, this Perl
+# script) are never faked: LD_PRELOAD is only in the environment of pg_ctl
+# start/restart, and the postmaster hands it on to every child it forks,
+# including those forked after a crash re-initialisation.
+#
+# Every ID a test gets back goes through record(): it must be new (never seen
+# before in this test script) and strictly greater than the last ID of the
+# same node (server, datacenter, machine), across restarts and crashes.
+#
+# libfaketime facts (0.9.10, checked on this machine): with FAKETIME_NO_CACHE=1
+# a change to the file reaches every backend and auxiliary process at its next
+# time call; "+0", "-10m", "-1h", "+2d" and fractional seconds ("-1.5") are
+# offsets; "YYYY-MM-DD hh:mm:ss" (local time, UTC here) freezes the clock;
+# "@YYYY-MM-DD hh:mm:ss" starts a clock ticking from that time (not used).
+# The file name must be absolute: every server process resolves it against
+# its own working directory (the data directory), and a missing file silently
+# means real time.  The postmaster process itself keeps the time it saw at
+# start: its own log lines ignore later changes (its children do not); the
+# extension only reads the clock there at clean shutdown.
+
+package SnowflakeTest;
+
+use strict;
+use warnings FATAL => 'all';
+
+use Carp;
+use Exporter 'import';
+use File::Spec;
+use POSIX qw(strftime);
+use Time::HiRes qw(usleep);
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+our @EXPORT = qw(id_unix_ms id_datacenter id_machine id_sequence frozen_time);
+
+our $FAKETIME_LIB = '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1';
+our $EPOCH_UNIX_MS = 1288834974657;
+
+# Guard against hangs: every script run by query()/ids()/refused() starts with
+# this statement_timeout unless the script sets its own after it.
+our $GUARD_TIMEOUT = '60s';
+
+my %all_ids;     # every ID returned in this test script => where it came from
+my %last_id;     # "server dc/machine" => last ID returned for it
+
+# Field extraction, in Perl (the server's decode functions are tested elsewhere).
+sub id_unix_ms    { return ($_[0] >> 22) + $EPOCH_UNIX_MS; }
+sub id_datacenter { return ($_[0] >> 17) & 31; }
+sub id_machine    { return ($_[0] >> 12) & 31; }
+sub id_sequence   { return $_[0] & 4095; }
+
+# A faketime spec that freezes the clock at the given Unix time (whole seconds).
+sub frozen_time
+{
+	my ($unix_s) = @_;
+	return strftime('%Y-%m-%d %H:%M:%S', localtime($unix_s));
+}
+
+=pod
+
+=item SnowflakeTest->new($name, %params)
+
+Creates (initdb) a node preloading snowflake, datacenter 1, machine 1, and its
+faketime file at "+0".  Params: allows_streaming => 1; restart_after_crash => 1;
+conf => 'extra postgresql.conf lines'; from_backup => [$primary_test, $backup]
+(a streaming standby made from a backup of another SnowflakeTest node);
+id_key => 'name' checks this node's IDs in one sequence with the IDs of the
+node of that name (a standby that takes over its primary's node).
+
+=cut
+
+sub new
+{
+	my ($class, $name, %params) = @_;
+	my $node = PostgreSQL::Test::Cluster->new($name);
+
+	if ($params{from_backup})
+	{
+		my ($primary, $backup) = @{ $params{from_backup} };
+		$node->init_from_backup($primary->node, $backup, has_streaming => 1);
+	}
+	else
+	{
+		$node->init(allows_streaming => $params{allows_streaming} // 0);
+		$node->append_conf(
+			'postgresql.conf', qq(
+shared_preload_libraries = 'snowflake'
+snowflake.datacenter_id = 1
+snowflake.machine_id = 1
+));
+	}
+	$node->append_conf('postgresql.conf', 'restart_after_crash = on')
+	  if $params{restart_after_crash};
+	$node->append_conf('postgresql.conf', $params{conf})
+	  if defined $params{conf};
+
+	my $self = bless {
+		node => $node,
+		name => $name,
+		id_key => $params{id_key} // $name,
+		clock_file => File::Spec->rel2abs($node->basedir . '/faketime'),
+	}, $class;
+	$self->set_clock('+0');
+	return $self;
+}
+
+sub node     { return $_[0]->{node}; }
+sub name     { return $_[0]->{name}; }
+sub data_dir { return $_[0]->{node}->data_dir; }
+
+# The environment that fakes the wall clock of pg_ctl and the server.
+sub _faketime_env
+{
+	my ($self) = @_;
+	return (
+		LD_PRELOAD => $FAKETIME_LIB,
+		FAKETIME_TIMESTAMP_FILE => $self->{clock_file},
+		FAKETIME_NO_CACHE => '1',
+		FAKETIME_DONT_FAKE_MONOTONIC => '1');
+}
+
+=pod
+
+=item $t->start(%params)
+
+Starts the node under libfaketime.  fail_ok => 1 returns 0 on failure instead
+of bailing out.
+
+=cut
+
+sub start
+{
+	my ($self, %params) = @_;
+	my %fake = $self->_faketime_env;
+	local @ENV{ keys %fake } = values %fake;
+	return $self->{node}->start(%params);
+}
+
+sub restart
+{
+	my ($self) = @_;
+	my %fake = $self->_faketime_env;
+	local @ENV{ keys %fake } = values %fake;
+	$self->{node}->restart;
+	return;
+}
+
+sub stop  { my ($self, @args) = @_; return $self->{node}->stop(@args); }
+
+# SIGKILL to the postmaster; returns once every server process that was there
+# has exited (so that a new start does not find the old shared memory in use),
+# or after 30 s (the caller checks what must be gone).
+sub kill9
+{
+	my ($self) = @_;
+	my @pids = split /\n/, $self->query('SELECT pid FROM pg_stat_activity');
+	$self->{node}->kill9;
+	for (1 .. 300)
+	{
+		return unless grep { kill(0, $_) } @pids;
+		usleep(100_000);
+	}
+	diag('server processes still alive 30 s after the postmaster was killed: '
+		  . join(' ', grep { kill(0, $_) } @pids));
+	return;
+}
+
+=pod
+
+=item $t->set_clock($spec)
+
+Writes $spec ("+0", "-10m", "-1.5", "2027-01-01 00:00:00", ...) to the node's
+faketime file, atomically (rename), so every server process's wall clock moves
+at its next time call.
+
+=cut
+
+sub set_clock
+{
+	my ($self, $spec) = @_;
+	my $tmp = "$self->{clock_file}.tmp";
+	open my $fh, '>', $tmp or croak "could not write $tmp: $!";
+	print $fh "$spec\n";
+	close $fh or croak "could not close $tmp: $!";
+	rename $tmp, $self->{clock_file}
+	  or croak "could not rename $tmp: $!";
+	note "$self->{name}: clock set to \"$spec\"";
+	return;
+}
+
+# Runs an SQL script with verbose errors; returns a hash with ret, stdout,
+# stderr and, on error, sqlstate, message, detail, hint.
+sub run
+{
+	my ($self, $sql, %params) = @_;
+	my $script = "\\set VERBOSITY verbose\nSET statement_timeout = '$GUARD_TIMEOUT';\n$sql\n";
+	my ($ret, $stdout, $stderr) =
+	  $self->{node}->psql($params{dbname} // 'postgres', $script, on_error_stop => 1);
+	return parse_error({ ret => $ret, stdout => $stdout, stderr => $stderr });
+}
+
+# Adds sqlstate/message/detail/hint to a hash holding psql's stderr.
+sub parse_error
+{
+	my ($r) = @_;
+	my $err = $r->{stderr} // '';
+	($r->{sqlstate}, $r->{message}) = ($1, $2)
+	  if $err =~ /(?:ERROR|FATAL):\s+([0-9A-Z]{5}):\s+(.*)/;
+	$r->{detail} = $1 if $err =~ /^DETAIL:\s+(.*)$/m;
+	$r->{hint}   = $1 if $err =~ /^HINT:\s+(.*)$/m;
+	return $r;
+}
+
+# Like safe_psql: dies on error; returns stdout.
+sub query
+{
+	my ($self, $sql, %params) = @_;
+	my $r = $self->run($sql, %params);
+	croak "query failed on $self->{name}: $r->{stderr}\nquery: $sql"
+	  if $r->{ret} != 0;
+	return $r->{stdout};
+}
+
+=pod
+
+=item $t->record($what, @ids)
+
+Records IDs returned by the node, in the order they were returned; returns a
+list of problems (an ID seen before, or not above the previous ID of the same
+server (id_key), datacenter and machine).
+
+=cut
+
+sub record
+{
+	my ($self, $what, @ids) = @_;
+	my @problems;
+	for my $id (@ids)
+	{
+		if ($id !~ /^\d+$/)
+		{
+			push @problems, "not an ID: \"$id\"";
+			next;
+		}
+		my $key = sprintf('%s %d/%d', $self->{id_key}, id_datacenter($id), id_machine($id));
+		push @problems, "$id already returned ($all_ids{$id})"
+		  if exists $all_ids{$id};
+		push @problems, "$id not above $key\'s previous ID $last_id{$key}"
+		  if defined $last_id{$key} && $id <= $last_id{$key};
+		$all_ids{$id} //= "$key, $what";
+		$last_id{$key} = $id
+		  if !defined $last_id{$key} || $id > $last_id{$key};
+	}
+	return @problems;
+}
+
+sub _check_recorded
+{
+	my ($self, $what, @ids) = @_;
+	local $Test::Builder::Level = $Test::Builder::Level + 1;
+	my @problems = $self->record($what, @ids);
+	ok(!@problems, "$what: IDs new and above all earlier of their node")
+	  or diag(join("\n", @problems[ 0 .. ($#problems < 9 ? $#problems : 9) ]));
+	return;
+}
+
+=pod
+
+=item $t->ids($sql, $what, %params)
+
+Runs $sql, which must succeed and print only IDs (one a line); checks and
+records them; returns them.  count => N also checks how many came back.
+
+=cut
+
+sub ids
+{
+	my ($self, $sql, $what, %params) = @_;
+	local $Test::Builder::Level = $Test::Builder::Level + 1;
+	my $r = $self->run($sql);
+	my @ids = grep { $_ ne '' } split /\n/, $r->{stdout};
+	is($r->{ret}, 0, "$what: succeeds")
+	  or diag("stderr: $r->{stderr}");
+	is(scalar(@ids), $params{count}, "$what: $params{count} IDs")
+	  if defined $params{count};
+	$self->_check_recorded($what, @ids);
+	return @ids;
+}
+
+# One new ID from snowflake_next(), after optional setup statements.
+sub next_id
+{
+	my ($self, $what, $setup) = @_;
+	local $Test::Builder::Level = $Test::Builder::Level + 1;
+	my @ids = $self->ids(($setup // '') . "\nSELECT snowflake_next();", $what, count => 1);
+	return $ids[0];
+}
+
+=pod
+
+=item $t->refused($sql, $what, %params)
+
+Runs $sql, which must fail with SQLSTATE sqlstate => (default 55000); message
+=> qr// also checks the message; todo_sqlstate => 'known bug' marks only the
+SQLSTATE check TODO.  IDs printed before the error are recorded
+and checked too.  Returns the parsed result (sqlstate, message, detail, hint).
+
+=cut
+
+sub refused
+{
+	my ($self, $sql, $what, %params) = @_;
+	local $Test::Builder::Level = $Test::Builder::Level + 1;
+	my $r = $self->run($sql);
+	my @ids = grep { /^\d+$/ } split /\n/, $r->{stdout};
+	$self->_check_recorded("$what (before the error)", @ids);
+	$r->{ids} = \@ids;
+	my $state = $params{sqlstate} // '55000';
+	isnt($r->{ret}, 0, "$what: fails");
+	Test::More->builder->todo_start($params{todo_sqlstate})
+	  if defined $params{todo_sqlstate};
+	is($r->{sqlstate}, $state, "$what: SQLSTATE $state")
+	  or diag("stderr: $r->{stderr}");
+	Test::More->builder->todo_end if defined $params{todo_sqlstate};
+	like($r->{message}, $params{message}, "$what: message")
+	  if defined $params{message};
+	return $r;
+}
+
+# snowflake_next() refused after optional setup; returns the parsed result.
+sub next_refused
+{
+	my ($self, $what, $setup, %params) = @_;
+	local $Test::Builder::Level = $Test::Builder::Level + 1;
+	return $self->refused(($setup // '') . "\nSELECT snowflake_next();", $what, %params);
+}
+
+# How far behind the last issued ID the clock is, from a refusal's detail
+# ("... it is N ms behind the last ID ..."); else the first "N ms" in it.
+sub detail_ms
+{
+	my ($r) = @_;
+	return undef unless defined $r->{detail};
+	return $1 if $r->{detail} =~ /(\d+) ms behind/;
+	return $r->{detail} =~ /(\d+)\s*ms\b/ ? $1 : undef;
+}
+
+# How far the clock went back, from a refusal's detail ("The clock went back N ms").
+sub detail_back_ms
+{
+	my ($r) = @_;
+	return undef unless defined $r->{detail};
+	return $r->{detail} =~ /went back (\d+) ms/ ? $1 : undef;
+}
+
+=pod
+
+=item $t->status($datacenter, $machine)
+
+The snowflake_status() row of that slot as a hash (undef if not in use), with
+reserved_until_ms and last_unix_ms added.
+
+=cut
+
+sub status
+{
+	my ($self, $dc, $mc) = @_;
+	$dc //= 1;
+	$mc //= 1;
+	my @cols = qw(datacenter_id machine_id last_id last_sequence clock_rollbacks
+	  max_rollback_ms waits refusals reserved_until_ms);
+	my $out = $self->query(qq{
+SELECT datacenter_id, machine_id, last_id, last_sequence, clock_rollbacks,
+       max_rollback_ms, waits, refusals,
+       floor(extract(epoch FROM reserved_until) * 1000)::bigint
+FROM snowflake_status() WHERE datacenter_id = $dc AND machine_id = $mc});
+	return undef if $out eq '';
+	my %row;
+	@row{@cols} = split /\|/, $out;
+	$row{last_unix_ms} = id_unix_ms($row{last_id})
+	  if defined $row{last_id} && $row{last_id} ne '';
+	return \%row;
+}
+
+=pod
+
+=item $t->background()
+
+A background psql session on the node (not faked, errors do not end it,
+verbose errors).
+
+=cut
+
+sub background
+{
+	my ($self) = @_;
+	my $bg = $self->{node}->background_psql('postgres', on_error_stop => 0);
+	$bg->query_safe('\set VERBOSITY verbose');
+	return $bg;
+}
+
+# Waits until another backend is active in a statement matching $like (and
+# meets the extra SQL condition $cond, if given); returns its pid.
+sub wait_for_active
+{
+	my ($self, $like, $cond) = @_;
+	$cond //= 'true';
+	my $sql = qq{SELECT pid FROM pg_stat_activity
+WHERE state = 'active' AND query LIKE '$like' AND pid <> pg_backend_pid()
+  AND ($cond) LIMIT 1};
+	for (1 .. 10 * $PostgreSQL::Test::Utils::timeout_default)
+	{
+		my $pid = $self->query($sql);
+		return $pid if $pid =~ /^\d+$/;
+		usleep(100_000);
+	}
+	croak "no active backend running $like";
+}
+
+# Waits until the node accepts connections again (after a crash re-init).
+sub wait_ready
+{
+	my ($self) = @_;
+	$self->{node}->poll_query_until('postgres', 'SELECT 1', '1')
+	  or croak "$self->{name} did not come back";
+	return;
+}
+
+=pod
+
+=item $t->summary()
+
+A final check: every ID returned in this script is distinct, and each node's
+IDs strictly increased (record() saw them in order).
+
+=cut
+
+sub summary
+{
+	local $Test::Builder::Level = $Test::Builder::Level + 1;
+	my $n = scalar(keys %all_ids);
+	ok($n > 0, "summary: $n distinct IDs returned, each above its node's previous one");
+	return;
+}
+
+1;
