@@ -153,12 +153,21 @@ snowflake_decode(PG_FUNCTION_ARGS)
 {
 	int64		id = sf_check_id(PG_GETARG_INT64(0));
 	int64		unix_ms = sf_id_tick(id) + SF_EPOCH_UNIX_MS;
-	TupleDesc	tupdesc;
+	TupleDesc	tupdesc = (TupleDesc) fcinfo->flinfo->fn_extra;
 	Datum		values[SF_DECODE_COLS];
 	bool		nulls[SF_DECODE_COLS] = {0};
 
-	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
-		elog(ERROR, "return type must be a row type");
+	/* Look the row type up once per call site, not once per row. */
+	if (tupdesc == NULL)
+	{
+		MemoryContext old = MemoryContextSwitchTo(fcinfo->flinfo->fn_mcxt);
+
+		if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+			elog(ERROR, "return type must be a row type");
+		tupdesc = BlessTupleDesc(CreateTupleDescCopy(tupdesc));
+		MemoryContextSwitchTo(old);
+		fcinfo->flinfo->fn_extra = tupdesc;
+	}
 
 	values[0] = TimestampTzGetDatum(sf_unix_ms_to_timestamptz(unix_ms));
 	values[1] = Int64GetDatum(unix_ms);
@@ -166,7 +175,7 @@ snowflake_decode(PG_FUNCTION_ARGS)
 	values[3] = Int32GetDatum(sf_id_machine(id));
 	values[4] = Int32GetDatum(sf_id_sequence(id));
 
-	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(tupdesc), values, nulls)));
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }
 
 Datum
