@@ -195,6 +195,18 @@ sf_state_fail(const char *action, const char *path)
 	return res;
 }
 
+/* Report a failed write at elevel (after any lock is released), with a detail. */
+static void
+sf_state_report(SnowflakeStateResult res, int elevel, const char *detail)
+{
+	errno = res.save_errno;
+	ereport(elevel,
+			(errcode_for_file_access(),
+			 errmsg("could not %s snowflake state file \"%s\": %m", res.action, res.path),
+			 detail ? errdetail("%s", detail) : 0,
+			 errhint("Check free space and permissions in the data directory.")));
+}
+
 /*
  * Write the mark durably.  Caller holds the lock (or is the postmaster at
  * shutdown); nothing here ereports.
@@ -274,13 +286,8 @@ sf_state_shutdown(SnowflakeShared *shared)
 
 	res = sf_state_write(last, sf_wall_unix_ms(), true);
 	if (!res.ok)
-	{
-		errno = res.save_errno;
-		ereport(LOG,
-				(errcode_for_file_access(),
-				 errmsg("could not %s snowflake state file \"%s\" at shutdown: %m", res.action, res.path),
-				 errdetail("The reservation written before stays in force; the next start may wait for the clock to pass it.")));
-	}
+		sf_state_report(res, LOG,
+						"At shutdown: the reservation written before stays in force; the next start may wait for the clock to pass it.");
 }
 
 /*
@@ -331,14 +338,8 @@ sf_mark_raise(int64 need_tick, int64 now_tick, bool wait, int elevel)
 	LWLockRelease(sf_shared->lock);
 
 	if (!res.ok)
-	{
-		errno = res.save_errno;
-		ereport(elevel,
-				(errcode_for_file_access(),
-				 errmsg("could not %s snowflake state file \"%s\": %m", res.action, res.path),
-				 errdetail("No ID beyond the durable high-water mark is issued until the mark can be written."),
-				 errhint("Check free space and permissions in the data directory.")));
-	}
+		sf_state_report(res, elevel,
+						"No ID beyond the durable high-water mark is issued until the mark can be written.");
 	return res.ok;
 }
 
@@ -399,13 +400,8 @@ sf_mark_replayed(uint64 mark_tick)
 	LWLockRelease(sf_shared->lock);
 
 	if (!res.ok)
-	{
-		errno = res.save_errno;
-		ereport(WARNING,
-				(errcode_for_file_access(),
-				 errmsg("could not %s snowflake state file \"%s\" while replaying a mark: %m", res.action, res.path),
-				 errdetail("The mark holds in shared memory; a restart of this standby before the next mark would forget it.")));
-	}
+		sf_state_report(res, WARNING,
+						"While replaying a mark: it holds in shared memory, but a restart of this standby before the next mark would forget it.");
 }
 
 /*
@@ -446,12 +442,7 @@ sf_state_adopt(void)
 	LWLockRelease(sf_shared->lock);
 
 	if (!res.ok)
-	{
-		errno = res.save_errno;
-		ereport(ERROR,
-				(errcode_for_file_access(),
-				 errmsg("could not %s snowflake state file \"%s\": %m", res.action, res.path)));
-	}
+		sf_state_report(res, ERROR, "The data directory stays a copy: generation still refuses.");
 	ereport(LOG,
 			(errmsg("snowflake node state adopted by this data directory (device " UINT64_FORMAT ", inode " UINT64_FORMAT ")",
 					sf_shared->self_dev, sf_shared->self_ino)));
