@@ -346,6 +346,9 @@ sf_mark_raise(int64 need_tick, int64 now_tick, bool wait, int elevel)
 /* Backend-local: when an early raise by this backend last failed. */
 static int64 sf_raise_failed_tick = -1;
 
+/* Backend-local: the mark at which this backend last woke the worker. */
+static uint64 sf_woke_worker_at = PG_UINT64_MAX;
+
 /*
  * Have the mark raised before generation reaches it: wake the worker, or, when
  * no worker runs, try it here without waiting for the lock.
@@ -354,10 +357,16 @@ void
 sf_mark_raise_soon(int64 need_tick, int64 now_tick)
 {
 	Latch	   *latch = (Latch *) sf_shared->worker_latch;
+	uint64		reserved = pg_atomic_read_u64(&sf_shared->reserved);
 
 	if (latch != NULL)
 	{
-		SetLatch(latch);
+		/* Once per mark is enough: the worker also looks on its own. */
+		if (reserved != sf_woke_worker_at)
+		{
+			SetLatch(latch);
+			sf_woke_worker_at = reserved;
+		}
 		return;
 	}
 	if (sf_raise_failed_tick >= 0 && now_tick - sf_raise_failed_tick < 100)
