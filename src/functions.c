@@ -87,8 +87,10 @@ sf_encode(int64 unix_ms, int32 datacenter, int32 machine, int32 sequence)
 Datum
 snowflake_next(PG_FUNCTION_ARGS)
 {
-	int			node = sf_current_node();
+	int			node;
 
+	sf_require_shared("snowflake_next()");	/* before the node: preloading comes first */
+	node = sf_current_node();
 	PG_RETURN_INT64(sf_word_to_id(sf_reserve(node, 1, "snowflake_next()"), node));
 }
 
@@ -104,6 +106,7 @@ snowflake_next_n(PG_FUNCTION_ARGS)
 		int32		n = PG_GETARG_INT32(0);
 		int			node;
 
+		sf_require_shared("snowflake_next_n()");
 		sf_check_range("n", n, 1, SF_MAX_N);
 		node = sf_current_node();
 

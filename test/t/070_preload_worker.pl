@@ -38,6 +38,11 @@ foreach my $call ('snowflake_next()', 'snowflake_next_n(3)', 'snowflake_status()
 	like($err, qr/HINT:  Add snowflake to shared_preload_libraries/,
 		"not preloaded: $call hints what to do");
 }
+# Neither preloaded nor a node set: the preload error comes first (SPEC rule 6).
+my ($r2, $o2, $e2) = $plain->psql('postgres',
+	"\\set VERBOSITY verbose\nSET snowflake.datacenter_id = -1;\nSELECT snowflake_next();");
+like($e2, qr/ERROR:  55000: snowflake must be loaded via shared_preload_libraries/,
+	'not preloaded and no node: the preload error comes first');
 $plain->stop;
 
 # --- Preloaded: the worker raises the mark.
@@ -107,7 +112,12 @@ is($advanced, 't', 'the mark moved forward while IDs were made');
 # raises: with the worker stopped, generation still works because callers
 # raise the mark themselves.
 kill 'TERM', $worker_pid;
-usleep(200_000) while defined worker_pid() && worker_pid() == $worker_pid;
+for (1 .. 100)
+{
+	my $pid = worker_pid();
+	last unless defined $pid && $pid == $worker_pid;
+	usleep(100_000);
+}
 my $ids = $node->safe_psql(
 	'postgres', q{
 SELECT count(*) = count(DISTINCT id) AND count(*) = 20000
