@@ -100,3 +100,19 @@ SET snowflake.max_wait_ms = 0;
 SELECT count(*) AS burst FROM snowflake_next_n(100000);
 RESET snowflake.max_lead_ms;
 RESET snowflake.max_wait_ms;
+
+-- The node can come from the database's or the role's settings too.
+SELECT current_database() AS db, current_user AS su \gset
+ALTER DATABASE :"db" SET snowflake.datacenter_id = 9;
+\c
+SHOW snowflake.datacenter_id;
+SELECT snowflake_datacenter_id(snowflake_next()) AS dc_from_database;
+ALTER DATABASE :"db" RESET snowflake.datacenter_id;
+CREATE ROLE snowflake_regress_login LOGIN;
+ALTER ROLE snowflake_regress_login SET snowflake.machine_id = 17;
+\c - snowflake_regress_login
+SHOW snowflake.machine_id;
+SELECT snowflake_datacenter_id(id) AS dc, snowflake_machine_id(id) AS machine_from_role
+FROM (SELECT snowflake_next() AS id) s;
+\c - :su
+DROP ROLE snowflake_regress_login;
