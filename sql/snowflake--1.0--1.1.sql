@@ -585,3 +585,19 @@ REVOKE ALL ON FUNCTION snowflake_release_node(regclass) FROM PUBLIC;
 
 COMMENT ON FUNCTION snowflake_release_node(regclass) IS
 'give up this server''s claim on its node in the registry (before moving the node to another server)';
+
+-- Monitoring of the durable state.
+
+CREATE FUNCTION snowflake_state(
+    OUT state text,
+    OUT detail text,
+    OUT reserved_until timestamptz,
+    OUT owner_directory text,
+    OUT this_directory text,
+    OUT worker_running boolean)
+RETURNS record
+AS 'MODULE_PATHNAME', 'snowflake_state'
+LANGUAGE C VOLATILE PARALLEL SAFE;
+
+COMMENT ON FUNCTION snowflake_state() IS
+'the durable state: ok, damaged or copy (and why), the durable mark, the owning and this data directory (device:inode), whether the reservation worker runs';

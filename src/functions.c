@@ -33,6 +33,7 @@ PG_FUNCTION_INFO_V1(snowflake_status);
 PG_FUNCTION_INFO_V1(snowflake_adopt_state);
 PG_FUNCTION_INFO_V1(snowflake_server_identity);
 PG_FUNCTION_INFO_V1(snowflake_note_claim);
+PG_FUNCTION_INFO_V1(snowflake_state);
 
 #define SF_DECODE_COLS	5
 #define SF_STATUS_COLS	10
@@ -325,4 +326,52 @@ snowflake_note_claim(PG_FUNCTION_ARGS)
 	slot = &sf_shared->slots[datacenter * (int) (SF_MAX_MACHINE + 1) + machine].slot;
 	pg_atomic_write_u64(&slot->claim_until, (uint64) Max(sf_timestamptz_to_unix_ms(until), 0));
 	PG_RETURN_VOID();
+}
+
+/*
+ * snowflake_state(): the durable state at a glance, for monitoring: whether
+ * generation can go on ('ok'), or why not ('damaged', 'copy'), how far the
+ * durable mark reaches, which data directory owns the node state, and whether
+ * the reservation worker runs.
+ */
+Datum
+snowflake_state(PG_FUNCTION_ARGS)
+{
+	TupleDesc	tupdesc;
+	Datum		values[6];
+	bool		nulls[6] = {0};
+	uint64		reserved;
+	const char *state;
+
+	sf_require_shared("snowflake_state()");
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+
+	if (sf_shared->status != SF_STATE_OK)
+		state = "damaged";
+	else if (sf_shared->copied)
+		state = "copy";
+	else
+		state = "ok";
+	values[0] = CStringGetTextDatum(state);
+
+	if (sf_shared->status != SF_STATE_OK)
+		values[1] = CStringGetTextDatum(sf_shared->message);
+	else if (sf_shared->copied)
+		values[1] = CStringGetTextDatum("The state file was written by another data directory; run snowflake_adopt_state() if this server replaces it.");
+	else
+		nulls[1] = true;
+
+	reserved = pg_atomic_read_u64(&sf_shared->reserved);
+	if (reserved == 0)
+		nulls[2] = true;		/* nothing reserved yet */
+	else
+		values[2] = TimestampTzGetDatum(sf_unix_ms_to_timestamptz((int64) reserved + SF_EPOCH_UNIX_MS));
+	values[3] = CStringGetTextDatum(psprintf(UINT64_FORMAT ":" UINT64_FORMAT,
+											 sf_shared->owner_dev, sf_shared->owner_ino));
+	values[4] = CStringGetTextDatum(psprintf(UINT64_FORMAT ":" UINT64_FORMAT,
+											 sf_shared->self_dev, sf_shared->self_ino));
+	values[5] = BoolGetDatum(sf_shared->worker_latch != NULL);
+
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(tupdesc), values, nulls)));
 }

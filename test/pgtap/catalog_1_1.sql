@@ -3,7 +3,7 @@
 -- Each function of sql/snowflake--1.0--1.1.sql with its signature, result type, language,
 -- volatility, strictness, parallel label, comment, and who may execute it (the fleet
 -- operations are for superusers only); the extension at its default version 1.1 has the 13
--- functions of 1.0 plus these 7, and an update from 1.0 gives the same set.
+-- functions of 1.0 plus these 8, and an update from 1.0 gives the same set.
 -- Everything happens in one transaction that is rolled back.
 
 \set ON_ERROR_STOP 1
@@ -30,7 +30,8 @@ INSERT INTO want VALUES
     ('snowflake_server_identity()', 'text', 'c', 's', false, 's', true),
     ('snowflake_note_claim(integer,integer,timestamp with time zone)', 'void', 'c', 'v', true, 'u', false),
     ('snowflake_claim_node(regclass,interval)', 'timestamp with time zone', 'plpgsql', 'v', false, 'u', false),
-    ('snowflake_release_node(regclass)', 'boolean', 'plpgsql', 'v', true, 'u', false);
+    ('snowflake_release_node(regclass)', 'boolean', 'plpgsql', 'v', true, 'u', false),
+    ('snowflake_state()', 'record', 'c', 'v', false, 's', true);
 
 -- What the catalog says, one row per expected function (NULLs where it is missing).
 CREATE TEMP VIEW got AS
@@ -43,14 +44,14 @@ LEFT JOIN pg_catalog.pg_proc p ON p.oid = pg_catalog.to_regprocedure(
      JOIN pg_catalog.pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'snowflake') || '.' || w.sig)
 LEFT JOIN pg_catalog.pg_language l ON l.oid = p.prolang;
 
-SELECT plan(3 + 7 * 8);
+SELECT plan(3 + 8 * 8);
 
 SELECT is((SELECT extversion FROM pg_extension WHERE extname = 'snowflake'), '1.1',
           'CREATE EXTENSION snowflake installs version 1.1');
 SELECT is((SELECT count(*) FROM pg_depend d
            WHERE d.classid = 'pg_proc'::regclass AND d.deptype = 'e'
              AND d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'snowflake')),
-          20::bigint, 'version 1.1 has the 13 functions of 1.0 and 7 more');
+          21::bigint, 'version 1.1 has the 13 functions of 1.0 and 8 more');
 
 SELECT ok(g.fn IS NOT NULL, g.sig || ' exists') FROM got g ORDER BY g.sig;
 SELECT is(g.returns, w.returns, g.sig || ' returns ' || w.returns) FROM got g JOIN want w USING (sig) ORDER BY g.sig;

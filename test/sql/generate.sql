@@ -57,6 +57,10 @@ SELECT datacenter_id, machine_id, last_id > 0 AS issued,
 FROM snowflake_status() ORDER BY datacenter_id, machine_id;
 RESET snowflake.datacenter_id;
 RESET snowflake.machine_id;
+-- The durable state at a glance: sound, covering every ID issued, worker running.
+SELECT state, detail, reserved_until >= (SELECT max(last_ts) FROM snowflake_status()) AS covers_all,
+       owner_directory = this_directory AS owned_here, worker_running
+FROM snowflake_state();
 
 -- Settings: ranges and who may set them.
 SET snowflake.datacenter_id = 32;

@@ -91,6 +91,9 @@ for my $case (@damage)
 			'SELECT snowflake_unix_ms(1724551110457221119), (snowflake_decode(1724551110457221119)).machine_id'),
 		'1700000000000|13',
 		"$name state file: decoding still works");
+	my ($state, $why) = split /\|/, $t->query('SELECT state, detail FROM snowflake_state()');
+	is($state, 'damaged', "$name state file: snowflake_state() says damaged");
+	like($why // '', $reason, "$name state file: snowflake_state() says why");
 	$t->stop;
 	is(read_bytes($file), $bytes,
 		"$name state file: left as it was by the clean shutdown");

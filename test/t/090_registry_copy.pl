@@ -48,6 +48,8 @@ like($err, qr/HINT:  If this server replaces that one for good.*snowflake_adopt_
 	'the hint names snowflake_adopt_state()');
 like(slurp_file($c->logfile), qr/was written by another data directory/,
 	'the copy is reported at start-up');
+is($c->safe_psql('postgres', 'SELECT state, owner_directory <> this_directory FROM snowflake_state()'),
+	'copy|t', 'snowflake_state() says copy, naming another owning directory');
 is($a->safe_psql('postgres', 'SELECT count(*) > 0 FROM (SELECT snowflake_next()) s'), 't',
 	'the original keeps generating');
 
@@ -57,6 +59,8 @@ my ($ret, $out, $perr) = $c->psql('postgres', 'SELECT snowflake_adopt_state()', 
 like($perr, qr/permission denied for function snowflake_adopt_state/, 'adoption needs a superuser');
 is($c->safe_psql('postgres', 'SELECT snowflake_adopt_state()'), 't', 'snowflake_adopt_state() adopts a copy');
 is($c->safe_psql('postgres', 'SELECT snowflake_adopt_state()'), 'f', 'adopting again is a no-op');
+is($c->safe_psql('postgres', 'SELECT state, detail IS NULL, owner_directory = this_directory FROM snowflake_state()'),
+	'ok|t|t', 'after adoption snowflake_state() says ok, this directory owns the state');
 is( $c->safe_psql('postgres', 'SELECT snowflake_next() > (SELECT max(id) FROM t)'),
 	't', 'after adoption, the copy issues IDs above every ID in the copied data');
 $c->restart;
