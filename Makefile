@@ -11,6 +11,7 @@ OBJS = \
 	src/state.o \
 	src/worker.o \
 	src/wal.o \
+	src/claimer.o \
 	src/functions.o
 
 DATA = $(wildcard sql/$(EXTENSION)--*.sql)

@@ -23,6 +23,9 @@ int			sf_max_wait_ms = 10000;
 int			sf_reservation_ms = 1000;
 bool		sf_failover_adopt = false;
 bool		sf_require_claim = false;
+char	   *sf_registry = NULL;
+char	   *sf_registry_database = NULL;
+int			sf_registry_lease_ms = 300000;
 
 void		_PG_init(void);
 
@@ -88,12 +91,43 @@ _PG_init(void)
 							 PGC_SIGHUP, 0,
 							 NULL, NULL, NULL);
 
-	MarkGUCPrefixReserved("snowflake");
-
 	if (!process_shared_preload_libraries_in_progress)
+	{
+		MarkGUCPrefixReserved("snowflake");
 		return;
+	}
+
+	/* Settings read at server start only: they can exist only when preloaded. */
+	DefineCustomStringVariable("snowflake.registry",
+							   "The fleet's registry table; when set, a background worker claims and renews this server's node in it.",
+							   "A table name as snowflake_claim_node() takes it, in snowflake.registry_database. Empty: no worker.",
+							   &sf_registry,
+							   "",
+							   PGC_POSTMASTER, 0,
+							   NULL, NULL, NULL);
+
+	DefineCustomStringVariable("snowflake.registry_database",
+							   "The database in which the registry worker runs snowflake_claim_node().",
+							   NULL,
+							   &sf_registry_database,
+							   "postgres",
+							   PGC_POSTMASTER, 0,
+							   NULL, NULL, NULL);
+
+	DefineCustomIntVariable("snowflake.registry_lease_ms",
+							"The lease the registry worker claims; it renews at a third of it.",
+							NULL,
+							&sf_registry_lease_ms,
+							300000, 3000, 86400000,
+							PGC_SIGHUP, GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
+	/* Last: it removes placeholders of names not defined by now. */
+	MarkGUCPrefixReserved("snowflake");
 
 	sf_shmem_install_hooks();
 	sf_wal_register();
 	sf_worker_register();
+	if (sf_registry != NULL && sf_registry[0] != '\0')
+		sf_claimer_register();
 }

@@ -37,6 +37,9 @@ extern int	sf_max_wait_ms;
 extern int	sf_reservation_ms;
 extern bool sf_failover_adopt;
 extern bool sf_require_claim;
+extern char *sf_registry;
+extern char *sf_registry_database;
+extern int	sf_registry_lease_ms;
 
 #define SF_NODE_UNSET		(-1)
 #define SF_MAX_LEAD_LIMIT	3600000		/* 1 hour */
@@ -120,6 +123,9 @@ extern void sf_mark_raise_soon(int64 need_tick, int64 now_tick);
 
 /* worker.c: keeps the durable mark ahead of generation */
 extern void sf_worker_register(void);
+
+/* claimer.c: keeps this server's registry claim renewed */
+extern void sf_claimer_register(void);
 
 /* generator.c */
 extern int64 sf_wall_unix_ms(void);

@@ -77,9 +77,12 @@ INSERT INTO want_setting VALUES
  ('snowflake.max_wait_ms', 'integer', '0', '2147483647', '10000', 'ms', 'user'),
  ('snowflake.reservation_ms', 'integer', '10', '3600000', '1000', 'ms', 'sighup'),
  ('snowflake.failover_adopt', 'bool', NULL, NULL, 'off', NULL, 'sighup'),
- ('snowflake.require_claim', 'bool', NULL, NULL, 'off', NULL, 'sighup');
+ ('snowflake.require_claim', 'bool', NULL, NULL, 'off', NULL, 'sighup'),
+ ('snowflake.registry', 'string', NULL, NULL, '', NULL, 'postmaster'),
+ ('snowflake.registry_database', 'string', NULL, NULL, 'postgres', NULL, 'postmaster'),
+ ('snowflake.registry_lease_ms', 'integer', '3000', '86400000', '300000', 'ms', 'sighup');
 
-SELECT plan(4 + 13 * 11 + 7 * 7 + 1);
+SELECT plan(4 + 13 * 11 + 10 * 7 + 1);
 
 -- The extension.
 
@@ -136,7 +139,7 @@ FROM want_setting w LEFT JOIN pg_settings s USING (name) ORDER BY w.name;
 -- No other snowflake.* setting exists (a new one must be added above).
 SELECT set_eq($$SELECT name FROM pg_settings WHERE name LIKE 'snowflake.%'$$,
               $$SELECT name FROM want_setting$$,
-              'the snowflake.* settings are exactly these seven');
+              'the snowflake.* settings are exactly these ten');
 
 SELECT * FROM finish();
 ROLLBACK;

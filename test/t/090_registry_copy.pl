@@ -150,6 +150,50 @@ like($err, qr/22023: lease must be between 1 second and 1 day/, 'the lease is ra
 $err = fails($a, "SET snowflake.datacenter_id = -1; SELECT snowflake_claim_node('snowflake_registry')", 'claim with the node unset');
 like($err, qr/55000: snowflake.datacenter_id and snowflake.machine_id must be set/, 'claiming needs a node');
 
+# --- The registry worker: claims and renews by itself.
+
+my $e = PostgreSQL::Test::Cluster->new('e');
+$e->init;
+$e->append_conf('postgresql.conf', $conf . qq(
+snowflake.registry = 'snowflake_registry'
+snowflake.registry_lease_ms = 3000
+snowflake.require_claim = on
+));
+$e->start;
+{
+	my ($host, $port) = ($r->host, $r->port);
+	$e->safe_psql(
+		'postgres', qq{
+CREATE EXTENSION snowflake;
+CREATE EXTENSION postgres_fdw;
+CREATE SERVER fleet FOREIGN DATA WRAPPER postgres_fdw OPTIONS (host '$host', port '$port', dbname 'postgres');
+CREATE USER MAPPING FOR CURRENT_USER SERVER fleet;
+IMPORT FOREIGN SCHEMA public LIMIT TO (snowflake_registry) FROM SERVER fleet INTO public;
+});
+}
+my $e_id = $e->safe_psql('postgres', 'SELECT snowflake_server_identity()');
+
+# a holds (4, 2): the worker keeps trying, and e does not generate.
+ok($e->wait_for_log(qr/snowflake could not claim this server's node in registry "snowflake_registry": datacenter 4, machine 2 is claimed by another server/),
+	'the registry worker reports that another server holds the node');
+fails($e, 'SELECT snowflake_next()', 'e while a holds the node');
+
+# a releases: the worker takes the node, e generates, and the lease is renewed.
+$a->safe_psql('postgres', "SELECT snowflake_release_node('snowflake_registry')");
+ok($r->poll_query_until('postgres', "SELECT owner = '$e_id' FROM snowflake_registry WHERE datacenter_id = 4 AND machine_id = 2"),
+	'the registry worker claims the released node');
+ok($e->poll_query_until('postgres', 'SELECT snowflake_machine_id(snowflake_next()) = 2'),
+	'e generates under the claim its worker took');
+my $first = $r->safe_psql('postgres', 'SELECT expires_at FROM snowflake_registry WHERE datacenter_id = 4 AND machine_id = 2');
+ok($r->poll_query_until('postgres', "SELECT expires_at > '$first' FROM snowflake_registry WHERE datacenter_id = 4 AND machine_id = 2"),
+	'the worker renews the lease');
+
+# A restart loses the claim in shared memory; the worker takes it again.
+$e->restart;
+ok($e->poll_query_until('postgres', 'SELECT snowflake_machine_id(snowflake_next()) = 2'),
+	'after a restart the worker claims again and e generates');
+
+$e->stop;
 $a->stop;
 $b->stop;
 $r->stop;
