@@ -35,17 +35,9 @@ PGDLLEXPORT void snowflake_claimer_main(Datum main_arg);
 void
 sf_claimer_register(void)
 {
-	BackgroundWorker worker;
-
-	memset(&worker, 0, sizeof(worker));
-	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
-	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
-	worker.bgw_restart_time = 5;
-	strlcpy(worker.bgw_library_name, "snowflake", BGW_MAXLEN);
-	strlcpy(worker.bgw_function_name, "snowflake_claimer_main", BGW_MAXLEN);
-	strlcpy(worker.bgw_name, "snowflake registry claimer", BGW_MAXLEN);
-	strlcpy(worker.bgw_type, "snowflake registry claimer", BGW_MAXLEN);
-	RegisterBackgroundWorker(&worker);
+	sf_bgworker_register("snowflake registry claimer", "snowflake_claimer_main",
+						 BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION,
+						 BgWorkerStart_RecoveryFinished, 5);
 }
 
 /* One claim or renewal, in its own transaction; false (and a warning) on failure. */

@@ -25,6 +25,7 @@
 #define SNOWFLAKE_H
 
 #include "port/atomics.h"
+#include "postmaster/bgworker.h"
 #include "storage/lwlock.h"
 
 #include "layout.h"
@@ -123,6 +124,8 @@ extern void sf_mark_raise_soon(int64 need_tick, int64 now_tick);
 
 /* worker.c: keeps the durable mark ahead of generation */
 extern void sf_worker_register(void);
+extern void sf_bgworker_register(const char *name, const char *function, int flags,
+								 BgWorkerStartTime start, int restart_s);
 
 /* claimer.c: keeps this server's registry claim renewed */
 extern void sf_claimer_register(void);

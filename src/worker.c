@@ -25,20 +25,29 @@
 
 PGDLLEXPORT void snowflake_worker_main(Datum main_arg);
 
+/* Register one of our background workers (named as ps and pg_stat_activity show it). */
 void
-sf_worker_register(void)
+sf_bgworker_register(const char *name, const char *function, int flags,
+					 BgWorkerStartTime start, int restart_s)
 {
 	BackgroundWorker worker;
 
 	memset(&worker, 0, sizeof(worker));
-	worker.bgw_flags = BGWORKER_SHMEM_ACCESS;
-	worker.bgw_start_time = BgWorkerStart_PostmasterStart;
-	worker.bgw_restart_time = 1;
+	worker.bgw_flags = flags;
+	worker.bgw_start_time = start;
+	worker.bgw_restart_time = restart_s;
 	strlcpy(worker.bgw_library_name, "snowflake", BGW_MAXLEN);
-	strlcpy(worker.bgw_function_name, "snowflake_worker_main", BGW_MAXLEN);
-	strlcpy(worker.bgw_name, "snowflake reservation writer", BGW_MAXLEN);
-	strlcpy(worker.bgw_type, "snowflake reservation writer", BGW_MAXLEN);
+	strlcpy(worker.bgw_function_name, function, BGW_MAXLEN);
+	strlcpy(worker.bgw_name, name, BGW_MAXLEN);
+	strlcpy(worker.bgw_type, name, BGW_MAXLEN);
 	RegisterBackgroundWorker(&worker);
+}
+
+void
+sf_worker_register(void)
+{
+	sf_bgworker_register("snowflake reservation writer", "snowflake_worker_main",
+						 BGWORKER_SHMEM_ACCESS, BgWorkerStart_PostmasterStart, 1);
 }
 
 static void
