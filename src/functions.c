@@ -90,8 +90,7 @@ snowflake_next(PG_FUNCTION_ARGS)
 {
 	int			node;
 
-	sf_require_shared("snowflake_next()");	/* before the node: preloading comes first */
-	node = sf_current_node();
+	node = sf_current_node("snowflake_next()");
 	PG_RETURN_INT64(sf_word_to_id(sf_reserve(node, 1, "snowflake_next()"), node));
 }
 
@@ -107,9 +106,8 @@ snowflake_next_n(PG_FUNCTION_ARGS)
 		int32		n = PG_GETARG_INT32(0);
 		int			node;
 
-		sf_require_shared("snowflake_next_n()");
 		sf_check_range("n", n, 1, SF_MAX_N);
-		node = sf_current_node();
+		node = sf_current_node("snowflake_next_n()");
 
 		funcctx = SRF_FIRSTCALL_INIT();
 		/* words[0]: next word to return, words[1]: node */

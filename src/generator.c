@@ -50,11 +50,17 @@ sf_wall_unix_ms(void)
 	return sf_wall_ns() / NS_PER_MS;
 }
 
-/* This server's node (datacenter * 32 + machine), or an error saying what to set. */
+/*
+ * This server's node (datacenter * 32 + machine), or an error: first if the
+ * library is not preloaded (SPEC rule 6), then saying which setting to set.
+ * Callers of sf_reserve() get the node here, so the preload check is done once.
+ */
 int
-sf_current_node(void)
+sf_current_node(const char *caller)
 {
 	const char *unset = NULL;
+
+	sf_require_shared(caller);
 
 	if (sf_datacenter_id == SF_NODE_UNSET)
 		unset = "snowflake.datacenter_id";
@@ -72,12 +78,10 @@ sf_current_node(void)
 	return sf_datacenter_id * (int) (SF_MAX_MACHINE + 1) + sf_machine_id;
 }
 
-/* Refuse unless generation can proceed here: preloaded, primary, state sound. */
+/* Refuse unless generation can proceed here: primary, state sound (preloading: sf_current_node). */
 static void
 sf_check_can_generate(const char *caller)
 {
-	sf_require_shared(caller);
-
 	if (RecoveryInProgress())
 		ereport(ERROR,
 				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),

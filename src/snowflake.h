@@ -133,6 +133,6 @@ extern void sf_claimer_register(void);
 /* generator.c */
 extern int64 sf_wall_unix_ms(void);
 extern uint64 sf_reserve(int node, int64 count, const char *caller);
-extern int	sf_current_node(void);
+extern int	sf_current_node(const char *caller);
 
 #endif							/* SNOWFLAKE_H */
