@@ -57,6 +57,15 @@ is($a->safe_psql('postgres', 'SELECT count(*) > 0 FROM (SELECT snowflake_next())
 $c->safe_psql('postgres', 'CREATE ROLE plain LOGIN');
 my ($ret, $out, $perr) = $c->psql('postgres', 'SELECT snowflake_adopt_state()', extra_params => [ '-U', 'plain' ]);
 like($perr, qr/permission denied for function snowflake_adopt_state/, 'adoption needs a superuser');
+# A failed write leaves it a copy: snowflake.state.tmp as a directory makes the write fail.
+my $c_tmp = $c->data_dir . '/snowflake.state.tmp';
+mkdir $c_tmp or die "could not create $c_tmp: $!";
+$err = fails($c, 'SELECT snowflake_adopt_state()', 'adoption while the state file cannot be written');
+like($err, qr/could not create snowflake state file "snowflake\.state\.tmp": Is a directory/,
+	'a failed adoption says what could not be written');
+is($c->safe_psql('postgres', 'SELECT state FROM snowflake_state()'), 'copy', 'after a failed adoption it is still a copy');
+fails($c, 'SELECT snowflake_next()', 'generation after a failed adoption');
+rmdir $c_tmp or die "could not remove $c_tmp: $!";
 is($c->safe_psql('postgres', 'SELECT snowflake_adopt_state()'), 't', 'snowflake_adopt_state() adopts a copy');
 is($c->safe_psql('postgres', 'SELECT snowflake_adopt_state()'), 'f', 'adopting again is a no-op');
 is($c->safe_psql('postgres', 'SELECT state, detail IS NULL, owner_directory = this_directory FROM snowflake_state()'),
@@ -149,6 +158,8 @@ $err = fails($a, "SELECT snowflake_claim_node('snowflake_registry', '10 ms')", '
 like($err, qr/22023: lease must be between 1 second and 1 day/, 'the lease is range-checked');
 $err = fails($a, "SET snowflake.datacenter_id = -1; SELECT snowflake_claim_node('snowflake_registry')", 'claim with the node unset');
 like($err, qr/55000: snowflake.datacenter_id and snowflake.machine_id must be set/, 'claiming needs a node');
+$err = fails($a, "SET snowflake.machine_id = -1; SELECT snowflake_release_node('snowflake_registry')", 'release with the node unset');
+like($err, qr/55000: snowflake.datacenter_id and snowflake.machine_id must be set to release a node/, 'releasing needs a node');
 
 # --- The registry worker: claims and renews by itself.
 
@@ -160,6 +171,10 @@ snowflake.registry_lease_ms = 3000
 snowflake.require_claim = on
 ));
 $e->start;
+
+# Before the extension exists in snowflake.registry_database, the worker says so and retries.
+ok($e->wait_for_log(qr/snowflake could not claim this server's node in registry "snowflake_registry": extension "snowflake" is not installed in database "postgres"/),
+	'the registry worker reports a missing extension, and keeps running');
 {
 	my ($host, $port) = ($r->host, $r->port);
 	$e->safe_psql(
