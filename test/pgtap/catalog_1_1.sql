@@ -17,7 +17,7 @@ BEGIN;
 SET LOCAL client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS pgtap;
 DROP EXTENSION IF EXISTS snowflake CASCADE;
-CREATE EXTENSION snowflake;
+CREATE EXTENSION snowflake VERSION '1.1';
 CREATE ROLE snowflake_pgtap_plain;
 
 -- The expected contract of each 1.1 function.
@@ -47,7 +47,7 @@ LEFT JOIN pg_catalog.pg_language l ON l.oid = p.prolang;
 SELECT plan(3 + 8 * 8);
 
 SELECT is((SELECT extversion FROM pg_extension WHERE extname = 'snowflake'), '1.1',
-          'CREATE EXTENSION snowflake installs version 1.1');
+          'CREATE EXTENSION snowflake VERSION ''1.1'' installs version 1.1');
 SELECT is((SELECT count(*) FROM pg_depend d
            WHERE d.classid = 'pg_proc'::regclass AND d.deptype = 'e'
              AND d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'snowflake')),

@@ -1,4 +1,4 @@
--- Version 1.0 upgraded to 1.1, and a fresh install of 1.1 (1.0 plus the upgrade script).
+-- Version 1.0 upgraded to 1.1 and on to 1.2, and a fresh install (1.0 plus the upgrade scripts).
 
 SELECT current_database() AS regress_db \gset
 CREATE DATABASE snowflake_upgrade;
@@ -18,7 +18,7 @@ INSERT INTO t_up (v) VALUES ('before');
 CREATE TABLE t_up_serial (id serial PRIMARY KEY);
 INSERT INTO t_up_serial DEFAULT VALUES;
 
-ALTER EXTENSION snowflake UPDATE;
+ALTER EXTENSION snowflake UPDATE TO '1.1';
 SELECT extversion FROM pg_extension WHERE extname = 'snowflake';
 
 -- the new functions, members of the extension
@@ -33,8 +33,12 @@ INSERT INTO t_up (v) VALUES ('after');
 SELECT count(*) AS rows, count(DISTINCT id) AS distinct_ids FROM t_up;
 SELECT snowflake_format(1724551110457221119) ->> 'id' AS formatted;
 SELECT snowflake_migrate_column('t_up_serial') ->> 'changed' AS migrated;
+ALTER EXTENSION snowflake UPDATE;
+SELECT extversion FROM pg_extension WHERE extname = 'snowflake';
+INSERT INTO t_up (v) VALUES ('after 1.2');
+SELECT count(*) AS rows, count(DISTINCT id) AS distinct_ids FROM t_up;
 
--- a fresh CREATE EXTENSION installs 1.1
+-- a fresh CREATE EXTENSION installs 1.2
 DROP TABLE t_up, t_up_serial;
 DROP EXTENSION snowflake;
 CREATE EXTENSION snowflake;
@@ -47,7 +51,7 @@ DROP EXTENSION snowflake;
 -- in a schema of its own, updated, then used with a search_path that does not hold it
 CREATE SCHEMA sfx;
 CREATE EXTENSION snowflake SCHEMA sfx VERSION '1.0';
-ALTER EXTENSION snowflake UPDATE TO '1.1';
+ALTER EXTENSION snowflake UPDATE;
 CREATE SCHEMA evil;
 CREATE FUNCTION evil.snowflake_decode(id bigint, OUT ts timestamptz, OUT unix_ms bigint, OUT datacenter_id int,
                                       OUT machine_id int, OUT sequence int)
