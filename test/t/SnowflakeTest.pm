@@ -34,11 +34,12 @@ use Exporter 'import';
 use File::Spec;
 use POSIX qw(strftime);
 use Time::HiRes qw(usleep);
+use IPC::Run;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
-our @EXPORT = qw(id_unix_ms id_datacenter id_machine id_sequence frozen_time);
+our @EXPORT = qw(id_unix_ms id_datacenter id_machine id_sequence frozen_time syscw strace_start strace_stop);
 
 our $FAKETIME_LIB = '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1';
 our $EPOCH_UNIX_MS = 1288834974657;
@@ -430,6 +431,98 @@ sub wait_ready
 	my ($self) = @_;
 	$self->{node}->poll_query_until('postgres', 'SELECT 1', '1')
 	  or croak "$self->{name} did not come back";
+	return;
+}
+
+=pod
+
+=item $t->child_pid($title_re)
+
+The pid of the server process (a child of the postmaster) whose process title
+matches $title_re, or undef.  Background workers without a database
+connection are not in pg_stat_activity; this finds them.
+
+=cut
+
+sub child_pid
+{
+	my ($self, $title_re) = @_;
+	my $postmaster = $self->{node}->{_pid};
+	foreach my $stat (glob '/proc/[0-9]*/stat')
+	{
+		open my $fh, '<', $stat or next;
+		my $line = <$fh>;
+		close $fh;
+		next unless defined $line && $line =~ /^(\d+) \(.*\) \S (\d+) /;
+		my ($pid, $ppid) = ($1, $2);
+		next unless $ppid == $postmaster;
+		open my $cmd, '<', "/proc/$pid/cmdline" or next;
+		my $title = <$cmd> // '';
+		close $cmd;
+		return $pid if $title =~ $title_re;
+	}
+	return undef;
+}
+
+# The pid of the reservation writer (waits up to 30 s for it to run).
+sub writer_pid
+{
+	my ($self) = @_;
+	for (1 .. 300)
+	{
+		my $pid = $self->child_pid(qr/snowflake reservation writer/);
+		return $pid if defined $pid;
+		usleep(100_000);
+	}
+	croak "$self->{name}: no snowflake reservation writer running";
+}
+
+# How many write-type system calls process $pid has made (/proc/PID/io syscw).
+sub syscw
+{
+	my ($pid) = @_;
+	open my $fh, '<', "/proc/$pid/io" or croak "could not read /proc/$pid/io: $!";
+	local $/;
+	my $io = <$fh>;
+	close $fh;
+	return $1 if $io =~ /^syscw:\s+(\d+)/m;
+	croak "no syscw in /proc/$pid/io";
+}
+
+=pod
+
+=item strace_start($log, @args) / strace_stop($h)
+
+Runs strace writing to $log, with @args (e.g. -p PID, -e ...); returns once
+strace has attached to every process named by -p (the server processes run as
+the same user as the tests, so no privilege is needed).  strace_stop ends it,
+which lets every traced process go on at once.
+
+=cut
+
+sub strace_start
+{
+	my ($log, @args) = @_;
+	my @pids = map { $args[ $_ + 1 ] } grep { $args[$_] eq '-p' } 0 .. $#args;
+	my ($out, $err) = ('', '');
+	my @cmd = ('strace', '-o', $log, @args);
+	my $h = IPC::Run::start(\@cmd, '<', \undef, '>', \$out, '2>', \$err);
+	for (1 .. 300)
+	{
+		$h->pump_nb;
+		my $attached = () = $err =~ /Process \d+ attached/g;
+		return $h if $attached >= scalar(@pids);
+		croak "strace failed: $err" unless $h->pumpable;
+		usleep(100_000);
+	}
+	croak "strace did not attach: $err";
+}
+
+sub strace_stop
+{
+	my ($h) = @_;
+	$h->signal('INT');
+	$h->finish;
 	return;
 }
 
