@@ -7,8 +7,10 @@ MODULE_big = snowflake
 OBJS = \
 	src/snowflake.o \
 	src/shmem.o \
+	src/clock.o \
+	src/statefile.o \
+	src/mark.o \
 	src/generator.o \
-	src/state.o \
 	src/worker.o \
 	src/wal.o \
 	src/claimer.o \

@@ -37,6 +37,7 @@ PG_FUNCTION_INFO_V1(snowflake_state);
 
 #define SF_DECODE_COLS	5
 #define SF_STATUS_COLS	10
+#define SF_STATE_COLS	11
 
 /* Refuse an int argument outside [min, max], naming it. */
 static void
@@ -296,9 +297,8 @@ Datum
 snowflake_server_identity(PG_FUNCTION_ARGS)
 {
 	sf_require_shared("snowflake_server_identity()");
-	PG_RETURN_TEXT_P(cstring_to_text(psprintf(UINT64_FORMAT ":" UINT64_FORMAT ":" UINT64_FORMAT,
-											  GetSystemIdentifier(), sf_shared->self_dev,
-											  sf_shared->self_ino)));
+	PG_RETURN_TEXT_P(cstring_to_text(psprintf(UINT64_FORMAT ":%s", GetSystemIdentifier(),
+											  sf_identity_text(&sf_shared->self))));
 }
 
 /*
@@ -329,21 +329,26 @@ snowflake_note_claim(PG_FUNCTION_ARGS)
 /*
  * snowflake_state(): the durable state at a glance, for monitoring: whether
  * generation can go on ('ok'), or why not ('damaged', 'copy'), how far the
- * durable mark reaches, which data directory owns the node state, and whether
- * the reservation worker runs.
+ * durable mark reaches, which data directory owns the node state, whether the
+ * reservation writer runs, and (1.2) how its writes go.  Version 1.1 declares
+ * the first six columns only: the row is cut to what the catalog declares.
  */
 Datum
 snowflake_state(PG_FUNCTION_ARGS)
 {
 	TupleDesc	tupdesc;
-	Datum		values[6];
-	bool		nulls[6] = {0};
+	Datum		values[SF_STATE_COLS];
+	bool		nulls[SF_STATE_COLS] = {0};
 	uint64		reserved;
+	uint64		started;
 	const char *state;
 
 	sf_require_shared("snowflake_state()");
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
+	if (tupdesc->natts > SF_STATE_COLS)
+		elog(ERROR, "snowflake_state() is declared with %d columns, this library knows %d",
+			 tupdesc->natts, SF_STATE_COLS);
 
 	if (sf_shared->status != SF_STATE_OK)
 		state = "damaged";
@@ -365,11 +370,20 @@ snowflake_state(PG_FUNCTION_ARGS)
 		nulls[2] = true;		/* nothing reserved yet */
 	else
 		values[2] = TimestampTzGetDatum(sf_unix_ms_to_timestamptz((int64) reserved + SF_EPOCH_UNIX_MS));
-	values[3] = CStringGetTextDatum(psprintf(UINT64_FORMAT ":" UINT64_FORMAT,
-											 sf_shared->owner_dev, sf_shared->owner_ino));
-	values[4] = CStringGetTextDatum(psprintf(UINT64_FORMAT ":" UINT64_FORMAT,
-											 sf_shared->self_dev, sf_shared->self_ino));
+	values[3] = CStringGetTextDatum(sf_identity_text(&sf_shared->owner));
+	values[4] = CStringGetTextDatum(sf_identity_text(&sf_shared->self));
 	values[5] = BoolGetDatum(sf_shared->worker_latch != NULL);
+
+	/* 1.2: the writer's record. */
+	values[6] = Int64GetDatum((int64) pg_atomic_read_u64(&sf_shared->writes));
+	values[7] = Int64GetDatum((int64) pg_atomic_read_u64(&sf_shared->write_failures));
+	values[8] = Int64GetDatum((int64) pg_atomic_read_u64(&sf_shared->caller_writes));
+	values[9] = Float8GetDatum((double) pg_atomic_read_u64(&sf_shared->write_slow_ns) / SF_NS_PER_MS);
+	started = pg_atomic_read_u64(&sf_shared->write_started);
+	if (started == 0)
+		nulls[10] = true;
+	else
+		values[10] = Float8GetDatum((double) (sf_mono_ns() - (int64) started) / SF_NS_PER_MS);
 
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(tupdesc), values, nulls)));
 }

@@ -7,48 +7,17 @@
  * behind the IDs already issued) sleeps with its deadline on the monotonic
  * clock, holds nothing while it sleeps, and ends at once on cancel, statement
  * timeout or postmaster death.  No ID whose ms lies beyond the durable mark is
- * ever returned: the mark is raised (and fsynced) first.  This file must never
- * wrap a sequence, mask a field or sleep while holding a lock.
+ * ever returned: the caller waits for the reservation writer to raise it (and
+ * fsync it) first, within the same deadline.  This file may call mark.c,
+ * clock.c and shmem.c; it must never wrap a sequence, mask a field, write a
+ * file or sleep while holding a lock.
  */
 #include "postgres.h"
 
-#include <sys/prctl.h>
-#include <time.h>
-
 #include "access/xlog.h"
 #include "miscadmin.h"
-#include "pgstat.h"
-#include "portability/instr_time.h"
-#include "storage/latch.h"
-#include "utils/wait_event.h"
 
-#include "compat.h"
 #include "snowflake.h"
-
-#define NS_PER_MS			INT64CONST(1000000)
-
-/* Sleeps shorter than this use nanosleep; longer ones wait on the latch. */
-#define SF_LATCH_MIN_NS		(2 * NS_PER_MS)
-/* The last stretch before the next ms is spun, so that no wake-up is late. */
-#define SF_SPIN_NS			INT64CONST(20000)
-
-static bool sf_timerslack_set = false;
-
-/* The wall clock in ns since 1970 (CLOCK_REALTIME, which NTP and people step). */
-static inline int64
-sf_wall_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64) ts.tv_sec * INT64CONST(1000000000) + ts.tv_nsec;
-}
-
-int64
-sf_wall_unix_ms(void)
-{
-	return sf_wall_ns() / NS_PER_MS;
-}
 
 /*
  * This server's node (datacenter * 32 + machine), or an error: first if the
@@ -137,63 +106,6 @@ sf_note_clock(SnowflakeSlot *slot, uint64 seen, int64 now_ms)
 	}
 }
 
-/* Sleep for ns (short) without the latch; timer slack trimmed once per backend. */
-static void
-sf_short_sleep(int64 ns)
-{
-	struct timespec ts;
-
-	if (!sf_timerslack_set)
-	{
-		/* The default 50 us slack would make every ms boundary late. */
-		(void) prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
-		sf_timerslack_set = true;
-	}
-	ts.tv_sec = 0;
-	ts.tv_nsec = (long) ns;
-	(void) nanosleep(&ts, NULL);
-}
-
-/*
- * Sleep until the wall clock reaches target_ns.  Returns false, at once, when
- * that cannot happen before the deadline (started at *start, max_wait_ms on).
- */
-static bool
-sf_sleep_until(int64 target_ns, instr_time start)
-{
-	for (;;)
-	{
-		int64		need;
-		int64		left;
-		instr_time	now;
-
-		CHECK_FOR_INTERRUPTS();
-
-		need = target_ns - sf_wall_ns();
-		if (need <= 0)
-			return true;
-
-		INSTR_TIME_SET_CURRENT(now);
-		INSTR_TIME_SUBTRACT(now, start);
-		left = (int64) sf_max_wait_ms * NS_PER_MS - (int64) INSTR_TIME_GET_NANOSEC(now);
-		if (need > left)
-			return false;
-
-		if (need >= SF_LATCH_MIN_NS)
-		{
-			(void) WaitLatch(MyLatch,
-							 WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-							 (long) (need / NS_PER_MS) - 1,
-							 PG_WAIT_EXTENSION);
-			ResetLatch(MyLatch);
-		}
-		else if (need > SF_SPIN_NS)
-			sf_short_sleep(need - SF_SPIN_NS);
-		else
-			pg_spin_delay();
-	}
-}
-
 /*
  * Refuse a call whose wait cannot end within snowflake.max_wait_ms: because the
  * clock went back below the highest time seen, or because the IDs asked for
@@ -246,8 +158,9 @@ uint64
 sf_reserve(int node, int64 count, const char *caller)
 {
 	SnowflakeSlot *slot;
-	instr_time	wait_start;
+	int64		deadline = 0;	/* monotonic ns; the call's wait budget, once it waits */
 	bool		waited = false;
+	bool		marked = false;
 	uint64		old;
 	uint64		first;
 	uint64		anchor = 0;
@@ -256,7 +169,6 @@ sf_reserve(int node, int64 count, const char *caller)
 
 	sf_check_can_generate(caller);
 	slot = &sf_shared->slots[node].slot;
-	INSTR_TIME_SET_ZERO(wait_start);
 
 	if (sf_require_claim &&
 		(int64) pg_atomic_read_u64(&slot->claim_until) <= sf_wall_unix_ms())
@@ -275,7 +187,7 @@ sf_reserve(int node, int64 count, const char *caller)
 
 		old = pg_atomic_read_u64(&slot->word);
 		now_ns = sf_wall_ns();
-		now_ms = now_ns / NS_PER_MS;
+		now_ms = now_ns / SF_NS_PER_MS;
 		now_tick = now_ms - SF_EPOCH_UNIX_MS;
 		sf_note_clock(slot, seen, now_ms);
 
@@ -302,19 +214,30 @@ sf_reserve(int node, int64 count, const char *caller)
 
 			if (!waited)
 			{
-				INSTR_TIME_SET_CURRENT(wait_start);
 				anchor = first;
 				waited = true;
 			}
-			if (!sf_sleep_until(target_ms * NS_PER_MS, wait_start))
+			if (deadline == 0)
+				deadline = sf_mono_ns() + (int64) sf_max_wait_ms * SF_NS_PER_MS;
+			if (!sf_sleep_until(target_ms * SF_NS_PER_MS, deadline))
 				sf_refuse(slot, node, old, last_tick, now_tick, caller);
 			continue;
 		}
 
-		/* Beyond the durable mark: raise it first (rare: the worker keeps it ahead). */
+		/*
+		 * Beyond the durable mark: wait for the writer to raise it (rare: it
+		 * keeps the mark ahead), within the same budget.
+		 */
 		if (last_tick > (int64) pg_atomic_read_u64(&sf_shared->reserved))
 		{
-			(void) sf_mark_raise(last_tick, now_tick, true, ERROR);
+			if (deadline == 0)
+				deadline = sf_mono_ns() + (int64) sf_max_wait_ms * SF_NS_PER_MS;
+			marked = true;
+			if (!sf_mark_await(last_tick, deadline))
+			{
+				pg_atomic_fetch_add_u64(&slot->refusals, 1);
+				sf_mark_refuse(caller);
+			}
 			continue;
 		}
 
@@ -324,12 +247,15 @@ sf_reserve(int node, int64 count, const char *caller)
 
 	if (pg_atomic_read_u32(&slot->used) == 0)
 		pg_atomic_write_u32(&slot->used, 1);
-	if (waited)
+	if (waited || marked)
 		pg_atomic_fetch_add_u64(&slot->waits, 1);
 
-	/* Half the window left: have it raised early, off this path. */
+	/*
+	 * Half a window left: have the mark raised early, off this path (the
+	 * writer also looks on its own, with a margin sized from its writes).
+	 */
 	if (last_tick + sf_reservation_ms / 2 > (int64) pg_atomic_read_u64(&sf_shared->reserved))
-		sf_mark_raise_soon(last_tick, now_tick);
+		sf_mark_nudge(last_tick, now_tick);
 
 	return first;
 }

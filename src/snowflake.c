@@ -1,14 +1,19 @@
 /*
- * snowflake.c: the module's entry point and its settings.
+ * snowflake.c: the module's entry point, its settings and its hooks.
  *
  * _PG_init only defines settings and, when loaded through
- * shared_preload_libraries, installs the shared memory hooks.  It must never
- * touch shared memory or files itself.
+ * shared_preload_libraries, installs the shared memory hooks, the WAL
+ * resource manager and the background workers.  The hooks create the shared
+ * memory (shmem.c) and fill it from the state file (mark.c).  Nothing here
+ * touches shared memory or files but through those files.
  */
 #include "postgres.h"
 
 #include "fmgr.h"
 #include "miscadmin.h"
+#include "storage/ipc.h"
+#include "storage/lwlock.h"
+#include "storage/shmem.h"
 #include "utils/guc.h"
 
 #include "compat.h"
@@ -27,7 +32,48 @@ char	   *sf_registry = NULL;
 char	   *sf_registry_database = NULL;
 int			sf_registry_lease_ms = 300000;
 
+static shmem_request_hook_type prev_shmem_request_hook = NULL;
+static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
+
 void		_PG_init(void);
+
+/* Ask for our space and lock. */
+static void
+sf_shmem_request(void)
+{
+	if (prev_shmem_request_hook)
+		prev_shmem_request_hook();
+
+	RequestAddinShmemSpace(sf_shmem_size());
+	RequestNamedLWLockTranche(sf_shmem_tranche(), 1);
+}
+
+/* Clean shutdown (postmaster): every child has exited, so the slots hold the last IDs. */
+static void
+sf_shmem_shutdown(int code, Datum arg)
+{
+	/* A crash (code != 0) keeps the reservation mark as it is on disk. */
+	if (code != 0 || sf_shared == NULL)
+		return;
+	sf_mark_shutdown(sf_shared);
+}
+
+/* Create or attach; on creation, start every node above the durable mark. */
+static void
+sf_shmem_startup(void)
+{
+	if (prev_shmem_startup_hook)
+		prev_shmem_startup_hook();
+
+	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+	if (sf_shmem_init())
+		sf_mark_startup(sf_shared);
+	LWLockRelease(AddinShmemInitLock);
+
+	/* Only the postmaster records the exact last value at clean shutdown. */
+	if (!IsUnderPostmaster)
+		on_shmem_exit(sf_shmem_shutdown, (Datum) 0);
+}
 
 void
 _PG_init(void)
@@ -125,8 +171,11 @@ _PG_init(void)
 	/* Last: it removes placeholders of names not defined by now. */
 	MarkGUCPrefixReserved("snowflake");
 
-	sf_shmem_install_hooks();
-	sf_wal_register();
+	prev_shmem_request_hook = shmem_request_hook;
+	shmem_request_hook = sf_shmem_request;
+	prev_shmem_startup_hook = shmem_startup_hook;
+	shmem_startup_hook = sf_shmem_startup;
+	sf_wal_register(sf_mark_replayed);
 	sf_worker_register();
 	if (sf_registry != NULL && sf_registry[0] != '\0')
 		sf_claimer_register();

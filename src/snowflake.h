@@ -2,7 +2,22 @@
  * snowflake.h: what the parts of the extension share: settings, the shared
  * memory layout and the entry points of each source file.
  *
- * Locking rules (shared memory, see shmem.c):
+ * The files call only downward, in this order (each header comment says what
+ * its file may touch):
+ *
+ *   snowflake.c   module entry, settings, hooks
+ *   functions.c   SQL-callable wrappers
+ *   worker.c      the reservation writer (a background worker)
+ *   claimer.c     the registry claimer (a background worker)
+ *   generator.c   hands out IDs
+ *   mark.c        the durable mark's policy: when and how far to raise it,
+ *                 start-up, shutdown, replay, adoption
+ *   wal.c         the mark's WAL record
+ *   statefile.c   the state file's bytes on disk, the data directory identity
+ *   clock.c       the clocks and sleeping
+ *   shmem.c       the shared memory itself
+ *
+ * Locking rules (shared memory):
  *
  * - SnowflakeSlot.word is only ever advanced, by compare-and-swap, and never
  *   under a lock: the hot path takes no lock at all.
@@ -10,14 +25,19 @@
  *   server runs.  It is raised only by the holder of SnowflakeShared->lock in
  *   exclusive mode, after the state file that records the new value has been
  *   fsynced and durably renamed.  Readers load it without a lock.
+ * - Only writers of the state file take the lock: the reservation writer, the
+ *   startup process replaying a mark, adoption, and a caller when no writer
+ *   runs (without waiting for the lock).  Callers that need a higher mark wait
+ *   on mark_cv, which is broadcast after every write attempt: cancellable,
+ *   bounded by snowflake.max_wait_ms, never in LWLockAcquire.
  * - worker_latch is set and cleared by the worker itself; anyone may read it
  *   without a lock and set the latch (a stale pointer costs a spurious wake-up
  *   of another process, nothing more).
- * - The state fields (status, message, floor, self_*) are set at shared memory
+ * - The state fields (status, message, floor, self) are set at shared memory
  *   start-up, in the postmaster, before any backend exists, and are read-only
- *   afterwards.  owner_* and copied change only under the lock (adoption);
+ *   afterwards.  owner and copied change only under the lock (adoption);
  *   copied is read without it.
- * - Counters are atomics, updated without a lock.
+ * - Counters and the writer's timings are atomics, updated without a lock.
  * - Nothing may ereport, allocate or sleep while holding the lock: the file
  *   code returns an error description, which is reported after release.
  */
@@ -26,6 +46,7 @@
 
 #include "port/atomics.h"
 #include "postmaster/bgworker.h"
+#include "storage/condition_variable.h"
 #include "storage/lwlock.h"
 
 #include "layout.h"
@@ -43,6 +64,7 @@ extern char *sf_registry_database;
 extern int	sf_registry_lease_ms;
 
 #define SF_NODE_UNSET		(-1)
+#define SF_NS_PER_MS		INT64CONST(1000000)
 #define SF_MAX_LEAD_LIMIT	3600000		/* 1 hour */
 #define SF_MAX_N			10000000	/* snowflake_next_n's bound */
 
@@ -72,6 +94,16 @@ typedef enum SnowflakeStateStatus
 	SF_STATE_DAMAGED			/* unusable: generation refuses */
 } SnowflakeStateStatus;
 
+/* Which data directory owns the node state (statefile.c). */
+typedef struct SnowflakeIdentity
+{
+	uint64		ino;
+	uint64		dev;			/* shown, never compared */
+	bool		has_btime;
+	int64		btime_sec;
+	uint32		btime_nsec;
+} SnowflakeIdentity;
+
 typedef struct SnowflakeShared
 {
 	LWLock	   *lock;			/* serialises writes of the state file */
@@ -79,60 +111,111 @@ typedef struct SnowflakeShared
 	char		message[256];	/* why the state is damaged */
 	uint64		floor;			/* tick of the mark loaded at start-up */
 	uint64		clock_seen;		/* wall clock (Unix ms) the file was written at */
-	/* The data directory that owns the node state, and this one (dev, inode). */
-	uint64		owner_dev;
-	uint64		owner_ino;
-	uint64		self_dev;
-	uint64		self_ino;
+	SnowflakeIdentity owner;	/* the data directory that owns the node state */
+	SnowflakeIdentity self;		/* this one */
 	volatile bool copied;		/* owner differs: generation waits for adoption */
 	char		pad1[PG_CACHE_LINE_SIZE];
 	pg_atomic_uint64 reserved;	/* durable mark: no ID beyond this tick */
 	char		pad2[PG_CACHE_LINE_SIZE];
-	void	   *volatile worker_latch;	/* the worker's latch, NULL when none runs */
+	/* The writer of the mark: written on raises only, off the hot path. */
+	ConditionVariable mark_cv;	/* broadcast after every write attempt */
+	pg_atomic_uint64 demand;	/* highest tick a waiting caller needs */
+	pg_atomic_uint64 write_started;	/* monotonic ns a write began; 0: none */
+	pg_atomic_uint64 write_slow_ns;	/* recent slowest write, decaying */
+	pg_atomic_uint64 writes;	/* write attempts, done */
+	pg_atomic_uint64 write_failures;	/* of which failed */
+	pg_atomic_uint64 caller_writes;	/* raises done by callers: no writer ran */
+	pg_atomic_uint32 fail_errno;	/* the last failure: errno and step */
+	pg_atomic_uint32 fail_step;
+	void	   *volatile worker_latch;	/* the writer's latch, NULL when none runs */
 	char		pad3[PG_CACHE_LINE_SIZE];
 	SnowflakeSlotPadded slots[SF_NODE_COUNT];
 } SnowflakeShared;
 
-/* shmem.c */
+/* shmem.c: the shared memory itself */
 extern SnowflakeShared *sf_shared;
-extern void sf_shmem_install_hooks(void);
+extern Size sf_shmem_size(void);
+extern const char *sf_shmem_tranche(void);
+extern bool sf_shmem_init(void);
 extern void sf_require_shared(const char *caller);
 
-/* state.c: the durable state file */
+/* clock.c */
+extern int64 sf_wall_ns(void);
+extern int64 sf_wall_unix_ms(void);
+extern int64 sf_mono_ns(void);
+extern bool sf_sleep_until(int64 target_wall_ns, int64 deadline_mono_ns);
+
+/* statefile.c: the durable state file */
 #define SF_STATE_FILE		"snowflake.state"
 #define SF_STATE_TMP_FILE	"snowflake.state.tmp"
+
+typedef struct SnowflakeStateImage
+{
+	uint64		mark;			/* tick: no ID with a later ms was issued */
+	int64		wall_unix_ms;	/* wall clock when written */
+	SnowflakeIdentity owner;
+	bool		clean;			/* written at clean shutdown: mark is the last ms */
+} SnowflakeStateImage;
+
+typedef enum SnowflakeReadStatus
+{
+	SF_READ_OK,
+	SF_READ_MISSING,
+	SF_READ_DAMAGED
+} SnowflakeReadStatus;
+
+typedef enum SnowflakeWriteStep
+{
+	SF_STEP_NONE,
+	SF_STEP_CREATE,
+	SF_STEP_WRITE,
+	SF_STEP_FSYNC,
+	SF_STEP_CLOSE,
+	SF_STEP_RENAME,
+	SF_STEP_OPEN_DIR,
+	SF_STEP_FSYNC_DIR
+} SnowflakeWriteStep;
 
 typedef struct SnowflakeStateResult
 {
 	bool		ok;
 	int			save_errno;
-	const char *action;			/* what failed: "open", "write", ... */
-	const char *path;
+	SnowflakeWriteStep step;	/* what failed */
 } SnowflakeStateResult;
 
-extern void sf_state_load(SnowflakeShared *shared);
-extern SnowflakeStateResult sf_state_write(uint64 mark_tick, int64 wall_unix_ms, bool clean);
-extern void sf_state_shutdown(SnowflakeShared *shared);
-extern bool sf_mark_raise(int64 need_tick, int64 now_tick, bool wait, int elevel);
+extern SnowflakeReadStatus sf_statefile_read(SnowflakeStateImage *img, char *why, size_t whylen);
+extern SnowflakeStateResult sf_statefile_write(const SnowflakeStateImage *img);
+extern void sf_write_step_text(SnowflakeWriteStep step, const char **action, const char **path);
+extern bool sf_datadir_identity(SnowflakeIdentity *id);
+extern bool sf_identity_same(const SnowflakeIdentity *a, const SnowflakeIdentity *b);
+extern char *sf_identity_text(const SnowflakeIdentity *id);
+
+/* wal.c: the mark in WAL, for standbys and crash recovery */
+typedef void (*sf_replay_fn) (uint64 mark_tick);
+extern void sf_wal_register(sf_replay_fn replay);
+extern void sf_wal_log_mark(uint64 mark_tick);
+
+/* mark.c: the durable mark's policy */
+extern void sf_mark_startup(SnowflakeShared *shared);
+extern void sf_mark_shutdown(SnowflakeShared *shared);
+extern bool sf_mark_await(int64 need_tick, int64 deadline_ns);
+extern void sf_mark_refuse(const char *caller) pg_attribute_noreturn();
+extern void sf_mark_nudge(int64 last_tick, int64 now_tick);
+extern long sf_mark_writer_step(void);
 extern void sf_mark_replayed(uint64 mark_tick);
 extern void sf_state_adopt(void);
+extern int64 sf_mark_margin_ms(void);
 
-/* wal.c: the mark in WAL, for standbys */
-extern void sf_wal_register(void);
-extern void sf_wal_log_mark(uint64 mark_tick);
-extern void sf_mark_raise_soon(int64 need_tick, int64 now_tick);
+/* generator.c */
+extern uint64 sf_reserve(int node, int64 count, const char *caller);
+extern int	sf_current_node(const char *caller);
 
-/* worker.c: keeps the durable mark ahead of generation */
+/* worker.c: the reservation writer, which keeps the durable mark ahead */
 extern void sf_worker_register(void);
 extern void sf_bgworker_register(const char *name, const char *function, int flags,
 								 BgWorkerStartTime start, int restart_s);
 
 /* claimer.c: keeps this server's registry claim renewed */
 extern void sf_claimer_register(void);
-
-/* generator.c */
-extern int64 sf_wall_unix_ms(void);
-extern uint64 sf_reserve(int node, int64 count, const char *caller);
-extern int	sf_current_node(const char *caller);
 
 #endif							/* SNOWFLAKE_H */

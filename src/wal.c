@@ -6,9 +6,10 @@
  * Each time the primary raises the mark it logs one small record and flushes
  * it, before any ID beyond the old mark is handed out; every commit that uses
  * such an ID therefore lies later in WAL than the record.  Replay (on a standby,
- * and in crash recovery) lifts every node above the mark and records it in the
- * standby's own state file.  This file must never issue IDs or touch a slot
- * except to raise it.
+ * and in crash recovery) hands the mark to the function registered with the
+ * resource manager (mark.c's), which records it in the server's own state
+ * file and lifts every node above it.  This file only builds, logs and
+ * decodes the record: it calls nothing else of the extension.
  *
  * Trade-off: replay needs this library.  While records of ours lie after the
  * last checkpoint (on the primary) or are still to be replayed (on a standby),
@@ -39,6 +40,8 @@ static void sf_wal_redo(XLogReaderState *record);
 static void sf_wal_desc(StringInfo buf, XLogReaderState *record);
 static const char *sf_wal_identify(uint8 info);
 
+static sf_replay_fn sf_replay = NULL;
+
 static RmgrData sf_rmgr = {
 	.rm_name = "snowflake",
 	.rm_redo = sf_wal_redo,
@@ -47,9 +50,11 @@ static RmgrData sf_rmgr = {
 	/* no rm_decode: logical decoding skips our records */
 };
 
+/* Register the resource manager; replay hands each mark to replay. */
 void
-sf_wal_register(void)
+sf_wal_register(sf_replay_fn replay)
 {
+	sf_replay = replay;
 	RegisterCustomRmgr(SF_RMGR_ID, &sf_rmgr);
 }
 
@@ -77,7 +82,7 @@ sf_wal_redo(XLogReaderState *record)
 		elog(PANIC, "snowflake redo: unknown op code %u", info);
 
 	xlrec = (xl_snowflake_mark *) XLogRecGetData(record);
-	sf_mark_replayed(xlrec->mark);
+	sf_replay(xlrec->mark);
 }
 
 static void

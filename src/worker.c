@@ -1,13 +1,15 @@
 /*
- * worker.c: a background worker that keeps the durable mark ahead of
- * generation, so that the fsync it costs is never paid by a caller.
+ * worker.c: the reservation writer, a background worker that keeps the
+ * durable mark ahead of generation, so that the WAL flush, the write and the
+ * fsyncs it costs are never paid by a caller.
  *
- * Backends wake it when their IDs come within half a reservation window of the
- * mark; it also looks on its own every half window.  It needs no database
- * connection and holds the state lock only while writing the file.  It must
- * never issue IDs, and it never overwrites a state file found damaged.  If it
- * is not running (or too slow), backends raise the mark themselves: the worker
- * is an optimisation, never a condition of correctness.
+ * Callers wake it when their IDs come near the mark, or when they wait for it;
+ * it also looks on its own (mark.c decides when and how far to raise).  It
+ * needs no database connection and holds the state lock only while writing
+ * the file.  It must never issue IDs, and it never overwrites a state file
+ * found damaged.  While it is not running (a restart), callers wait for it,
+ * within snowflake.max_wait_ms; if none runs at all, they raise the mark
+ * themselves.
  */
 #include "postgres.h"
 
@@ -56,27 +58,9 @@ sf_worker_detach(int code, Datum arg)
 	sf_shared->worker_latch = NULL;
 }
 
-/* The highest tick any node has issued since start-up, or -1. */
-static int64
-sf_worker_demand(void)
-{
-	int64		high = -1;
-
-	for (int i = 0; i < SF_NODE_COUNT; i++)
-	{
-		SnowflakeSlot *slot = &sf_shared->slots[i].slot;
-
-		if (pg_atomic_read_u32(&slot->used) != 0)
-			high = Max(high, SF_WORD_TICK(pg_atomic_read_u64(&slot->word)));
-	}
-	return high;
-}
-
 void
 snowflake_worker_main(Datum main_arg)
 {
-	int64		failed_at = -1;
-
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, SignalHandlerForShutdownRequest);
 	BackgroundWorkerUnblockSignals();
@@ -88,8 +72,7 @@ snowflake_worker_main(Datum main_arg)
 
 	while (!ShutdownRequestPending)
 	{
-		int64		demand;
-		int64		now_tick;
+		long		sleep_ms;
 
 		if (ConfigReloadPending)
 		{
@@ -97,19 +80,12 @@ snowflake_worker_main(Datum main_arg)
 			ProcessConfigFile(PGC_SIGHUP);
 		}
 
-		demand = sf_worker_demand();
-		now_tick = sf_wall_unix_ms() - SF_EPOCH_UNIX_MS;
-
-		/* Raise when IDs come within half a window; after a failure, every 100 ms at most. */
-		if (sf_shared->status == SF_STATE_OK && demand >= 0 &&
-			demand + sf_reservation_ms / 2 > (int64) pg_atomic_read_u64(&sf_shared->reserved) &&
-			(failed_at < 0 || now_tick - failed_at >= 100))
-			failed_at = sf_mark_raise(demand, now_tick, true, LOG) ? -1 : now_tick;
-
-		(void) WaitLatch(MyLatch,
-						 WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 Max(sf_reservation_ms / 2, 10),
-						 PG_WAIT_EXTENSION);
+		sleep_ms = sf_mark_writer_step();
+		if (sleep_ms > 0)
+			(void) WaitLatch(MyLatch,
+							 WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+							 sleep_ms,
+							 PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
 	}
 	/* Exit code 1: if this was not a server shutdown, the postmaster restarts us. */

@@ -1,0 +1,577 @@
+/*
+ * mark.c: the durable high-water mark's policy: what it starts from, when and
+ * how far it is raised, how callers wait for it, replay on standbys, adoption
+ * of a copied data directory, and the exact value kept at clean shutdown.
+ *
+ * The mark is raised by the reservation writer (worker.c), ahead of
+ * generation: callers never write it while a writer runs.  A caller whose IDs
+ * would pass it wakes the writer and waits on a condition variable, at most
+ * until its deadline (snowflake.max_wait_ms), cancellably; it refuses when the
+ * write stalls or fails.  How far ahead the writer reserves follows how long
+ * writes actually take.  No ID beyond a mark that was fsynced is ever issued.
+ * This file may call statefile.c, wal.c, clock.c and shmem.c; it never hands
+ * out IDs and never touches a generator word except to raise it on replay.
+ */
+#include "postgres.h"
+
+#include "access/xlog.h"
+#include "miscadmin.h"
+#include "storage/condition_variable.h"
+#include "storage/latch.h"
+#include "utils/wait_event.h"
+
+#include "snowflake.h"
+
+/* How far ahead slow writes may push the mark: bounds the wait after a crash. */
+#define SF_AHEAD_MAX_MS		60000
+/* A writer retries a failed write after this long. */
+#define SF_RETRY_MS			100
+
+/* Backend-local: the mark at which this backend last woke the writer. */
+static uint64 sf_woke_writer_at = PG_UINT64_MAX;
+
+/* Backend-local: when an early raise by this backend last failed (no writer). */
+static int64 sf_raise_failed_tick = -1;
+
+/* The recent slowest write, in ms, rounded up. */
+static int64
+sf_slow_ms(void)
+{
+	return ((int64) pg_atomic_read_u64(&sf_shared->write_slow_ns) + SF_NS_PER_MS - 1) / SF_NS_PER_MS;
+}
+
+/*
+ * Raise the mark when generation comes within this many ms of it: half a
+ * reservation window, or twice the recent slowest write if that is longer.
+ */
+int64
+sf_mark_margin_ms(void)
+{
+	return Max(sf_reservation_ms / 2, Min(2 * sf_slow_ms(), SF_AHEAD_MAX_MS / 2));
+}
+
+/* How far ahead of generation a raise reserves: the window, or four slow writes. */
+static int64
+sf_mark_ahead_ms(void)
+{
+	return Max(sf_reservation_ms, Min(4 * sf_slow_ms(), SF_AHEAD_MAX_MS));
+}
+
+/* The highest tick any node has issued since start-up, or -1. */
+static int64
+sf_issued_high(void)
+{
+	int64		high = -1;
+
+	for (int i = 0; i < SF_NODE_COUNT; i++)
+	{
+		SnowflakeSlot *slot = &sf_shared->slots[i].slot;
+
+		if (pg_atomic_read_u32(&slot->used) != 0)
+			high = Max(high, SF_WORD_TICK(pg_atomic_read_u64(&slot->word)));
+	}
+	return high;
+}
+
+/* Report a failed write of the state file at elevel, with a detail. */
+static void
+sf_report_write(int save_errno, SnowflakeWriteStep step, int elevel, const char *detail)
+{
+	const char *action;
+	const char *path;
+
+	sf_write_step_text(step, &action, &path);
+	errno = save_errno;
+	ereport(elevel,
+			(errcode_for_file_access(),
+			 errmsg("could not %s snowflake state file \"%s\": %m", action, path),
+			 detail ? errdetail("%s", detail) : 0,
+			 errhint("Check free space, permissions and the health of the storage of the data directory.")));
+}
+
+/*
+ * Write a mark of target ticks and publish it.  wait: queue for the lock (the
+ * writer); otherwise give up when another process holds it (a caller with no
+ * writer running).  Returns whether the mark now covers target.  Records a
+ * failure for waiting callers and broadcasts the outcome.
+ */
+static bool
+sf_mark_write(int64 target, bool wait, bool by_writer)
+{
+	SnowflakeStateImage img;
+	SnowflakeStateResult res;
+	int64		started;
+	int64		took;
+	uint64		slow;
+
+	if (wait)
+		LWLockAcquire(sf_shared->lock, LW_EXCLUSIVE);
+	else if (!LWLockConditionalAcquire(sf_shared->lock, LW_EXCLUSIVE))
+		return false;
+
+	if (target <= (int64) pg_atomic_read_u64(&sf_shared->reserved))
+	{
+		LWLockRelease(sf_shared->lock);
+		return true;
+	}
+
+	started = sf_mono_ns();
+	pg_atomic_write_u64(&sf_shared->write_started, (uint64) Max(started, 1));
+
+	/*
+	 * WAL first, so that standbys learn the mark before any commit that uses
+	 * an ID beyond the old one.  (XLogInsert can only fail by PANIC here; the
+	 * lock is released by the abort in any case.)
+	 */
+	sf_wal_log_mark((uint64) target);
+	memset(&img, 0, sizeof(img));
+	img.mark = (uint64) target;
+	img.wall_unix_ms = sf_wall_unix_ms();
+	img.owner = sf_shared->owner;
+	res = sf_statefile_write(&img);
+
+	took = sf_mono_ns() - started;
+	pg_atomic_write_u64(&sf_shared->write_started, 0);
+	/* The slowest recent write, forgotten by an eighth at each write. */
+	slow = pg_atomic_read_u64(&sf_shared->write_slow_ns);
+	pg_atomic_write_u64(&sf_shared->write_slow_ns, Max((uint64) took, slow - slow / 8));
+
+	if (res.ok)
+	{
+		/* Readers must never see the new mark before the file holds it. */
+		pg_write_barrier();
+		pg_atomic_write_u64(&sf_shared->reserved, (uint64) target);
+	}
+	else
+	{
+		pg_atomic_write_u32(&sf_shared->fail_errno, (uint32) res.save_errno);
+		pg_atomic_write_u32(&sf_shared->fail_step, (uint32) res.step);
+		pg_write_barrier();
+		pg_atomic_fetch_add_u64(&sf_shared->write_failures, 1);
+	}
+	pg_atomic_fetch_add_u64(&sf_shared->writes, 1);
+	if (!by_writer)
+		pg_atomic_fetch_add_u64(&sf_shared->caller_writes, 1);
+	LWLockRelease(sf_shared->lock);
+
+	ConditionVariableBroadcast(&sf_shared->mark_cv);
+
+	if (!res.ok)
+		sf_report_write(res.save_errno, res.step, LOG,
+						"No ID beyond the durable high-water mark is issued until the mark can be written.");
+	return res.ok;
+}
+
+/* A mark for need_tick: from the later of it and the clock, reserving ahead. */
+static int64
+sf_mark_target(int64 need_tick)
+{
+	int64		now_tick = sf_wall_unix_ms() - SF_EPOCH_UNIX_MS;
+
+	return Min(Max(need_tick, now_tick) + sf_mark_ahead_ms(), SF_MAX_TICK);
+}
+
+/*
+ * The reservation writer's look: raise the mark when generation (or a waiting
+ * caller) comes within the margin of it.  Returns how long to sleep, in ms,
+ * before the next look (it is woken sooner when callers need it).
+ */
+long
+sf_mark_writer_step(void)
+{
+	int64		high;
+	int64		reserved;
+	int64		target;
+
+	if (sf_shared->status != SF_STATE_OK || RecoveryInProgress())
+		return Max(sf_reservation_ms / 2, 10);
+
+	high = Max(sf_issued_high(), (int64) pg_atomic_read_u64(&sf_shared->demand));
+	reserved = (int64) pg_atomic_read_u64(&sf_shared->reserved);
+	if (high < 0 || high + sf_mark_margin_ms() <= reserved)
+		return Max(Min(reserved - high - sf_mark_margin_ms(), sf_reservation_ms / 2), 10);
+
+	target = sf_mark_target(high);
+	if (target <= reserved)
+		return Max(sf_reservation_ms / 2, 10);	/* at the end of the ID space */
+	if (!sf_mark_write(target, true, true))
+		return SF_RETRY_MS;
+	return 0;					/* look again at once: generation may have moved on */
+}
+
+/* Refuse a caller whose wait for the mark did not end by its deadline. */
+void
+sf_mark_refuse(const char *caller)
+{
+	uint64		started = pg_atomic_read_u64(&sf_shared->write_started);
+
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("%s refused: the durable mark could not be raised within snowflake.max_wait_ms (%d ms)",
+					caller, sf_max_wait_ms),
+			 started != 0 ?
+			 errdetail("The reservation writer has been writing \"%s\" for %lld ms (a slow or stalled disk); "
+					   "no ID beyond the durable high-water mark is issued before that write is complete.",
+					   SF_STATE_FILE, (long long) ((sf_mono_ns() - (int64) started) / SF_NS_PER_MS)) :
+			 sf_shared->worker_latch == NULL ?
+			 errdetail("No reservation writer is running to raise the mark (it may be restarting); "
+					   "no ID beyond the durable high-water mark is issued before the mark is raised.") :
+			 errdetail("The reservation writer has not raised the mark yet; "
+					   "no ID beyond the durable high-water mark is issued before the mark is raised."),
+			 errhint("Check the storage of the data directory and the server log. "
+					 "A larger snowflake.max_wait_ms lets calls wait longer for the write.")));
+}
+
+/*
+ * Wait until the durable mark covers need_tick: wake the writer (or, when none
+ * runs, write here without waiting for the lock) and sleep on the condition
+ * variable until the mark is raised (true), a write fails (an error naming
+ * it), or deadline_ns on the monotonic clock passes (false: the caller
+ * refuses, sf_mark_refuse).  Cancel, statement timeout and postmaster death
+ * end the wait at once.
+ */
+bool
+sf_mark_await(int64 need_tick, int64 deadline_ns)
+{
+	uint64		failures = pg_atomic_read_u64(&sf_shared->write_failures);
+	uint64		demand = pg_atomic_read_u64(&sf_shared->demand);
+	bool		prepared = false;
+
+	/* Tell the writer how far to go. */
+	while (demand < (uint64) need_tick &&
+		   !pg_atomic_compare_exchange_u64(&sf_shared->demand, &demand, (uint64) need_tick))
+		;
+
+	for (;;)
+	{
+		Latch	   *latch;
+		int64		left;
+
+		pg_read_barrier();
+		if (need_tick <= (int64) pg_atomic_read_u64(&sf_shared->reserved))
+			break;
+		if (pg_atomic_read_u64(&sf_shared->write_failures) != failures)
+		{
+			int			save_errno;
+			SnowflakeWriteStep step;
+
+			pg_read_barrier();
+			save_errno = (int) pg_atomic_read_u32(&sf_shared->fail_errno);
+			step = (SnowflakeWriteStep) pg_atomic_read_u32(&sf_shared->fail_step);
+			if (prepared)
+				ConditionVariableCancelSleep();
+			sf_report_write(save_errno, step, ERROR,
+							"No ID beyond the durable high-water mark is issued until the mark can be written.");
+		}
+
+		latch = (Latch *) sf_shared->worker_latch;
+		if (latch != NULL)
+			SetLatch(latch);
+		else if (sf_mark_write(sf_mark_target(need_tick), false, false))
+			continue;
+
+		left = deadline_ns - sf_mono_ns();
+		if (left <= 0)
+		{
+			if (prepared)
+				ConditionVariableCancelSleep();
+			return false;
+		}
+
+		/* Prepare, then look again before the first sleep: no wake-up is lost. */
+		if (!prepared)
+		{
+			ConditionVariablePrepareToSleep(&sf_shared->mark_cv);
+			prepared = true;
+			continue;
+		}
+		(void) ConditionVariableTimedSleep(&sf_shared->mark_cv,
+										   Min(left / SF_NS_PER_MS + 1, 100),
+										   PG_WAIT_EXTENSION);
+	}
+	if (prepared)
+		ConditionVariableCancelSleep();
+	return true;
+}
+
+/*
+ * After issuing up to last_tick: have the mark raised before generation
+ * reaches it.  Wake the writer, once per mark; with no writer running, try it
+ * here without waiting for the lock (and back off after a failure).
+ */
+void
+sf_mark_nudge(int64 last_tick, int64 now_tick)
+{
+	Latch	   *latch;
+	uint64		reserved = pg_atomic_read_u64(&sf_shared->reserved);
+
+	latch = (Latch *) sf_shared->worker_latch;
+	if (latch != NULL)
+	{
+		if (reserved != sf_woke_writer_at)
+		{
+			SetLatch(latch);
+			sf_woke_writer_at = reserved;
+		}
+		return;
+	}
+	if (sf_raise_failed_tick >= 0 && now_tick - sf_raise_failed_tick < SF_RETRY_MS)
+		return;
+	if (RecoveryInProgress())
+		return;
+	if (!sf_mark_write(sf_mark_target(last_tick), false, false) &&
+		pg_atomic_read_u64(&sf_shared->reserved) < (uint64) last_tick + sf_mark_margin_ms())
+		sf_raise_failed_tick = now_tick;
+}
+
+/* Mark the state unusable, with a reason for the error's detail. */
+static void
+sf_state_damaged(SnowflakeShared *shared, const char *fmt,...) pg_attribute_printf(2, 3);
+
+static void
+sf_state_damaged(SnowflakeShared *shared, const char *fmt,...)
+{
+	va_list		ap;
+
+	va_start(ap, fmt);
+	vsnprintf(shared->message, sizeof(shared->message), fmt, ap);
+	va_end(ap);
+	shared->status = SF_STATE_DAMAGED;
+	ereport(WARNING,
+			(errmsg("snowflake state file \"%s\" is damaged", SF_STATE_FILE),
+			 errdetail("%s", shared->message),
+			 errhint("snowflake_next() refuses until the file is repaired; see the snowflake README, section Operations.")));
+}
+
+/*
+ * Load the state file into shared.  A missing file is a new cluster: the file
+ * is created at once, so that every later copy of this data directory carries
+ * its owner.  A damaged one stops generation; it is never rewritten.
+ */
+static void
+sf_mark_load(SnowflakeShared *shared)
+{
+	SnowflakeStateImage img;
+	SnowflakeReadStatus st;
+	char		why[sizeof(shared->message)];
+
+	shared->status = SF_STATE_OK;
+	shared->floor = 0;
+	shared->clock_seen = 0;
+	shared->copied = false;
+
+	if (!sf_datadir_identity(&shared->self))
+	{
+		sf_state_damaged(shared, "Could not stat the data directory: %s.", strerror(errno));
+		return;
+	}
+	shared->owner = shared->self;
+
+	st = sf_statefile_read(&img, why, sizeof(why));
+	if (st == SF_READ_DAMAGED)
+	{
+		sf_state_damaged(shared, "%s", why);
+		return;
+	}
+	if (st == SF_READ_MISSING)
+	{
+		SnowflakeStateResult res;
+
+		memset(&img, 0, sizeof(img));
+		img.wall_unix_ms = sf_wall_unix_ms();
+		img.owner = shared->self;
+		res = sf_statefile_write(&img);
+		if (!res.ok)
+		{
+			const char *action;
+			const char *path;
+
+			sf_write_step_text(res.step, &action, &path);
+			sf_state_damaged(shared, "It does not exist, and could not be created (%s %s): %s.",
+							 action, path, strerror(res.save_errno));
+			return;
+		}
+		ereport(LOG,
+				(errmsg("snowflake state file \"%s\" created; generation starts from the clock",
+						SF_STATE_FILE)));
+		return;
+	}
+
+	shared->floor = img.mark;
+	shared->clock_seen = img.wall_unix_ms > 0 ? (uint64) img.wall_unix_ms : 0;
+	if (sf_identity_same(&img.owner, &shared->self))
+	{
+		/* The same directory: record its identity as this build reads it, at the next write. */
+		shared->owner = shared->self;
+	}
+	else
+	{
+		shared->owner = img.owner;
+		shared->copied = true;
+		ereport(WARNING,
+				(errmsg("snowflake state file \"%s\" was written by another data directory: this one is a copy, or was moved",
+						SF_STATE_FILE),
+				 errdetail("The file names data directory %s; this one is %s (inode:birth time).",
+						   sf_identity_text(&img.owner), sf_identity_text(&shared->self)),
+				 errhint("snowflake_next() refuses until the node state is adopted; see the snowflake README, section Running a fleet.")));
+	}
+	ereport(LOG,
+			(errmsg("snowflake generation starts above " INT64_FORMAT " (Unix ms), from a %s",
+					(int64) img.mark + SF_EPOCH_UNIX_MS,
+					img.clean ? "clean shutdown" : "reservation")));
+}
+
+/*
+ * Fill newly created shared memory (postmaster, at start-up and after each
+ * crash re-initialisation): the mark from the state file, and every node's
+ * generator just above it, so that no ID is ever issued twice.
+ */
+void
+sf_mark_startup(SnowflakeShared *shared)
+{
+	uint64		start_word;
+
+	sf_mark_load(shared);
+	pg_atomic_write_u64(&shared->reserved, shared->floor);
+
+	/* The next ID of every node lies in the first ms after the mark. */
+	start_word = SF_WORD(shared->floor, SF_MAX_SEQUENCE);
+	for (int i = 0; i < SF_NODE_COUNT; i++)
+	{
+		SnowflakeSlot *slot = &shared->slots[i].slot;
+
+		pg_atomic_write_u64(&slot->word, start_word);
+		pg_atomic_write_u64(&slot->clock_last, shared->clock_seen);
+		pg_atomic_write_u64(&slot->clock_high, shared->clock_seen);
+	}
+}
+
+/* Clean shutdown: record the exact last ms issued, so a restart need not wait. */
+void
+sf_mark_shutdown(SnowflakeShared *shared)
+{
+	SnowflakeStateImage img;
+	SnowflakeStateResult res;
+	uint64		last = 0;
+	bool		any = false;
+
+	if (shared->status != SF_STATE_OK)
+		return;					/* never overwrite a file we could not trust */
+
+	for (int i = 0; i < SF_NODE_COUNT; i++)
+	{
+		SnowflakeSlot *slot = &shared->slots[i].slot;
+
+		if (pg_atomic_read_u32(&slot->used) == 0)
+			continue;
+		any = true;
+		last = Max(last, (uint64) SF_WORD_TICK(pg_atomic_read_u64(&slot->word)));
+	}
+	if (!any)
+		return;					/* nothing issued since start-up: file stays */
+
+	memset(&img, 0, sizeof(img));
+	img.mark = last;
+	img.wall_unix_ms = sf_wall_unix_ms();
+	img.owner = shared->owner;
+	img.clean = true;
+	res = sf_statefile_write(&img);
+	if (!res.ok)
+		sf_report_write(res.save_errno, res.step, LOG,
+						"At shutdown: the reservation written before stays in force; the next start may wait for the clock to pass it.");
+}
+
+/*
+ * Replay of a mark logged by the primary (startup process, on a standby and in
+ * crash recovery): record it in this server's own state file, then lift every
+ * node above it.  Only a mark the file holds is published.  If the file cannot
+ * be written, recovery stops with the error (as it does when PostgreSQL cannot
+ * write its own files): a restart replays this record again, so the mark is
+ * never forgotten by a standby that is later promoted.
+ */
+void
+sf_mark_replayed(uint64 mark_tick)
+{
+	uint64		start_word = SF_WORD(mark_tick, SF_MAX_SEQUENCE);
+	SnowflakeStateResult res = {true, 0, SF_STEP_NONE};
+
+	if (sf_shared == NULL)
+		return;
+
+	LWLockAcquire(sf_shared->lock, LW_EXCLUSIVE);
+	if (mark_tick > pg_atomic_read_u64(&sf_shared->reserved))
+	{
+		/* Never write over a file found damaged: it may hold a higher mark. */
+		if (sf_shared->status == SF_STATE_OK)
+		{
+			SnowflakeStateImage img;
+
+			memset(&img, 0, sizeof(img));
+			img.mark = mark_tick;
+			img.wall_unix_ms = sf_wall_unix_ms();
+			img.owner = sf_shared->owner;
+			res = sf_statefile_write(&img);
+		}
+		if (res.ok)
+		{
+			pg_write_barrier();
+			pg_atomic_write_u64(&sf_shared->reserved, mark_tick);
+		}
+	}
+	if (res.ok)
+	{
+		for (int i = 0; i < SF_NODE_COUNT; i++)
+		{
+			pg_atomic_uint64 *word = &sf_shared->slots[i].slot.word;
+			uint64		old = pg_atomic_read_u64(word);
+
+			while (old < start_word && !pg_atomic_compare_exchange_u64(word, &old, start_word))
+				;
+		}
+	}
+	LWLockRelease(sf_shared->lock);
+
+	if (!res.ok)
+		sf_report_write(res.save_errno, res.step, ERROR,
+						"While replaying a durable mark logged by the primary: recovery stops here, so that this server "
+						"never forgets the mark. Once the file can be written, start the server again; replay resumes at this record.");
+}
+
+/*
+ * Adopt the node state of the data directory this one was copied from: from
+ * now on this data directory owns it.  The caller has checked that this is
+ * what the operator wants (snowflake_adopt_state(), or
+ * snowflake.failover_adopt on promotion).
+ */
+void
+sf_state_adopt(void)
+{
+	SnowflakeStateImage img;
+	SnowflakeStateResult res;
+	SnowflakeIdentity old_owner;
+
+	LWLockAcquire(sf_shared->lock, LW_EXCLUSIVE);
+	if (!sf_shared->copied)
+	{
+		LWLockRelease(sf_shared->lock);
+		return;
+	}
+	old_owner = sf_shared->owner;
+	memset(&img, 0, sizeof(img));
+	img.mark = pg_atomic_read_u64(&sf_shared->reserved);
+	img.wall_unix_ms = sf_wall_unix_ms();
+	img.owner = sf_shared->self;
+	res = sf_statefile_write(&img);
+	if (res.ok)
+	{
+		sf_shared->owner = sf_shared->self;
+		sf_shared->copied = false;
+	}
+	LWLockRelease(sf_shared->lock);
+
+	if (!res.ok)
+		sf_report_write(res.save_errno, res.step, ERROR, "The data directory stays a copy: generation still refuses.");
+	ereport(LOG,
+			(errmsg("snowflake node state adopted by this data directory (%s), from %s",
+					sf_identity_text(&sf_shared->self), sf_identity_text(&old_owner))));
+}

@@ -1,0 +1,332 @@
+/*
+ * statefile.c: the state file's bytes on disk, and the identity of the data
+ * directory that owns them.
+ *
+ * The file says: no ID whose ms lies beyond `mark` has been issued.  It is
+ * written to a temp file, every write checked, fsynced, renamed over the old
+ * one and the directory fsynced, so a crash leaves either the old file or the
+ * new one.  Reading checks length, magic, version, checksum and cluster, and
+ * says what is wrong; what to do about it is mark.c's business.  Nothing here
+ * ereports or touches shared memory: callers may hold a lock.
+ *
+ * The owner is the data directory's identity: its inode and, where the file
+ * system records it, its birth time.  Both survive a reboot and a remount (the
+ * device number does not, on NFS, btrfs or a re-attached cloud volume); a copy
+ * of the directory (base backup, restore, cp, rsync) is a new directory, with
+ * another birth time and, almost always, another inode.
+ */
+#include "postgres.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "access/xlog.h"
+#include "port/pg_crc32c.h"
+#include "storage/fd.h"
+
+#include "snowflake.h"
+
+#define SF_STATE_MAGIC		0x534E4F57	/* "SNOW" */
+#define SF_STATE_VERSION	2
+#define SF_STATE_CLEAN		0x1			/* written at clean shutdown */
+#define SF_STATE_BTIME		0x2			/* owner_btime_* are known */
+
+/* Version 2 on disk: fixed size, no padding, CRC-32C over everything before crc. */
+typedef struct SnowflakeStateFile
+{
+	uint32		magic;
+	uint32		version;
+	uint64		system_identifier;
+	uint64		mark;			/* tick: no ID with a later ms was issued */
+	int64		wall_unix_ms;	/* wall clock when written */
+	uint64		owner_ino;		/* the data directory that owns the node state */
+	int64		owner_btime_sec;
+	uint32		owner_btime_nsec;
+	uint32		flags;
+	uint64		owner_dev;		/* informational only: changes across remounts */
+	pg_crc32c	crc;
+	uint32		pad;			/* zero */
+} SnowflakeStateFile;
+
+StaticAssertDecl(sizeof(SnowflakeStateFile) == 72, "state file layout must not have padding");
+
+/* Version 1 (snowflake 1.0, 1.1): read, never written. */
+typedef struct SnowflakeStateFileV1
+{
+	uint32		magic;
+	uint32		version;
+	uint64		system_identifier;
+	uint64		mark;
+	int64		wall_unix_ms;
+	uint64		owner_dev;
+	uint64		owner_ino;
+	uint32		flags;
+	pg_crc32c	crc;
+} SnowflakeStateFileV1;
+
+StaticAssertDecl(sizeof(SnowflakeStateFileV1) == 56, "version 1 layout must not have padding");
+
+static pg_crc32c
+sf_crc(const void *data, size_t len)
+{
+	pg_crc32c	crc;
+
+	INIT_CRC32C(crc);
+	COMP_CRC32C(crc, data, len);
+	FIN_CRC32C(crc);
+	return crc;
+}
+
+/* This data directory's identity; false (and errno) if it cannot be read. */
+bool
+sf_datadir_identity(SnowflakeIdentity *id)
+{
+	struct statx stx;
+
+	memset(id, 0, sizeof(*id));
+	if (statx(AT_FDCWD, ".", AT_STATX_SYNC_AS_STAT, STATX_INO | STATX_BTIME, &stx) != 0)
+		return false;
+	id->ino = stx.stx_ino;
+	id->dev = makedev(stx.stx_dev_major, stx.stx_dev_minor);
+	if (stx.stx_mask & STATX_BTIME)
+	{
+		id->has_btime = true;
+		id->btime_sec = stx.stx_btime.tv_sec;
+		id->btime_nsec = stx.stx_btime.tv_nsec;
+	}
+	return true;
+}
+
+/*
+ * Whether two identities name the same directory: same inode, and the same
+ * birth time where both know it.  The device is not compared.
+ */
+bool
+sf_identity_same(const SnowflakeIdentity *a, const SnowflakeIdentity *b)
+{
+	if (a->ino != b->ino)
+		return false;
+	if (a->has_btime && b->has_btime)
+		return a->btime_sec == b->btime_sec && a->btime_nsec == b->btime_nsec;
+	return true;
+}
+
+/* The identity as text: inode, then birth time (s.ns) or "-". */
+char *
+sf_identity_text(const SnowflakeIdentity *id)
+{
+	if (id->has_btime)
+		return psprintf(UINT64_FORMAT ":" INT64_FORMAT ".%09u", id->ino, id->btime_sec, id->btime_nsec);
+	return psprintf(UINT64_FORMAT ":-", id->ino);
+}
+
+/* Say why the file is unusable, for the error's detail. */
+static SnowflakeReadStatus
+sf_damaged(char *why, size_t whylen, const char *fmt,...) pg_attribute_printf(3, 4);
+
+static SnowflakeReadStatus
+sf_damaged(char *why, size_t whylen, const char *fmt,...)
+{
+	va_list		ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why, whylen, fmt, ap);
+	va_end(ap);
+	return SF_READ_DAMAGED;
+}
+
+/*
+ * Read the state file into *img.  SF_READ_MISSING: there is none (a new
+ * cluster, or new to snowflake); SF_READ_DAMAGED: why says what is wrong.
+ */
+SnowflakeReadStatus
+sf_statefile_read(SnowflakeStateImage *img, char *why, size_t whylen)
+{
+	char		buf[sizeof(SnowflakeStateFile) + 1];
+	uint32		magic;
+	uint32		version;
+	uint64		sysid;
+	ssize_t		len;
+	int			fd;
+	int			save_errno;
+
+	memset(img, 0, sizeof(*img));
+	fd = BasicOpenFile(SF_STATE_FILE, O_RDONLY | PG_BINARY);
+	if (fd < 0)
+	{
+		if (errno == ENOENT)
+			return SF_READ_MISSING;
+		return sf_damaged(why, whylen, "Could not open it: %s.", strerror(errno));
+	}
+
+	/* Read one byte more than the largest layout, to notice a file that is too long. */
+	len = read(fd, buf, sizeof(buf));
+	save_errno = errno;
+	close(fd);
+	if (len < 0)
+		return sf_damaged(why, whylen, "Could not read it: %s.", strerror(save_errno));
+	if (len < (ssize_t) (2 * sizeof(uint32)))
+		return sf_damaged(why, whylen, "It is %zd bytes long, expected %zu.", len, sizeof(SnowflakeStateFile));
+
+	memcpy(&magic, buf, sizeof(magic));
+	memcpy(&version, buf + sizeof(magic), sizeof(version));
+	if (magic != SF_STATE_MAGIC)
+		return sf_damaged(why, whylen, "It has a bad magic number, %08X.", magic);
+
+	if (version == SF_STATE_VERSION && len == sizeof(SnowflakeStateFile))
+	{
+		SnowflakeStateFile file;
+
+		memcpy(&file, buf, sizeof(file));
+		if (!EQ_CRC32C(file.crc, sf_crc(&file, offsetof(SnowflakeStateFile, crc))))
+			return sf_damaged(why, whylen, "Its checksum does not match its contents.");
+		sysid = file.system_identifier;
+		img->mark = file.mark;
+		img->wall_unix_ms = file.wall_unix_ms;
+		img->clean = (file.flags & SF_STATE_CLEAN) != 0;
+		img->owner.ino = file.owner_ino;
+		img->owner.dev = file.owner_dev;
+		img->owner.has_btime = (file.flags & SF_STATE_BTIME) != 0;
+		img->owner.btime_sec = file.owner_btime_sec;
+		img->owner.btime_nsec = file.owner_btime_nsec;
+	}
+	else if (version == 1 && len == sizeof(SnowflakeStateFileV1))
+	{
+		SnowflakeStateFileV1 file;
+
+		memcpy(&file, buf, sizeof(file));
+		if (!EQ_CRC32C(file.crc, sf_crc(&file, offsetof(SnowflakeStateFileV1, crc))))
+			return sf_damaged(why, whylen, "Its checksum does not match its contents.");
+		sysid = file.system_identifier;
+		img->mark = file.mark;
+		img->wall_unix_ms = file.wall_unix_ms;
+		img->clean = (file.flags & SF_STATE_CLEAN) != 0;
+		/* Version 1 knew the inode and the device; only the inode is kept. */
+		img->owner.ino = file.owner_ino;
+		img->owner.dev = file.owner_dev;
+	}
+	else if (version != 1 && version != SF_STATE_VERSION)
+		return sf_damaged(why, whylen, "It has version %u; this build reads versions 1 and %d.",
+						  version, SF_STATE_VERSION);
+	else
+		return sf_damaged(why, whylen, "It is %zd bytes long, expected %zu for version %u.", len,
+						  version == 1 ? sizeof(SnowflakeStateFileV1) : sizeof(SnowflakeStateFile), version);
+
+	if (sysid != GetSystemIdentifier())
+		return sf_damaged(why, whylen, "It belongs to database system " UINT64_FORMAT ", not to this one (" UINT64_FORMAT ").",
+						  sysid, GetSystemIdentifier());
+	if (img->mark > (uint64) SF_MAX_TICK)
+		return sf_damaged(why, whylen, "Its mark " UINT64_FORMAT " is past the last Snowflake timestamp.", img->mark);
+	return SF_READ_OK;
+}
+
+/* Fill in a failure; errno is kept for the caller's report. */
+static SnowflakeStateResult
+sf_fail(SnowflakeWriteStep step)
+{
+	SnowflakeStateResult res;
+
+	res.ok = false;
+	res.save_errno = errno;
+	res.step = step;
+	return res;
+}
+
+/*
+ * Write the image durably: temp file, write, fsync, rename, fsync of the
+ * directory.  Caller serialises writers; nothing here ereports.
+ */
+SnowflakeStateResult
+sf_statefile_write(const SnowflakeStateImage *img)
+{
+	SnowflakeStateFile file;
+	SnowflakeStateResult res = {true, 0, SF_STEP_NONE};
+	int			fd;
+
+	memset(&file, 0, sizeof(file));
+	file.magic = SF_STATE_MAGIC;
+	file.version = SF_STATE_VERSION;
+	file.system_identifier = GetSystemIdentifier();
+	file.mark = img->mark;
+	file.wall_unix_ms = img->wall_unix_ms;
+	file.owner_ino = img->owner.ino;
+	file.owner_dev = img->owner.dev;
+	if (img->owner.has_btime)
+	{
+		file.flags |= SF_STATE_BTIME;
+		file.owner_btime_sec = img->owner.btime_sec;
+		file.owner_btime_nsec = img->owner.btime_nsec;
+	}
+	if (img->clean)
+		file.flags |= SF_STATE_CLEAN;
+	file.crc = sf_crc(&file, offsetof(SnowflakeStateFile, crc));
+
+	fd = BasicOpenFile(SF_STATE_TMP_FILE, O_WRONLY | O_CREAT | O_TRUNC | PG_BINARY);
+	if (fd < 0)
+		return sf_fail(SF_STEP_CREATE);
+
+	errno = 0;
+	if (write(fd, &file, sizeof(file)) != sizeof(file))
+	{
+		if (errno == 0)
+			errno = ENOSPC;		/* a short write means the disk is full */
+		res = sf_fail(SF_STEP_WRITE);
+	}
+	else if (pg_fsync(fd) != 0)
+		res = sf_fail(SF_STEP_FSYNC);
+
+	if (close(fd) != 0 && res.ok)
+		res = sf_fail(SF_STEP_CLOSE);
+	if (!res.ok)
+		return res;
+
+	if (rename(SF_STATE_TMP_FILE, SF_STATE_FILE) != 0)
+		return sf_fail(SF_STEP_RENAME);
+
+	/* Make the rename itself durable. */
+	fd = BasicOpenFile(".", O_RDONLY | PG_BINARY);
+	if (fd < 0)
+		return sf_fail(SF_STEP_OPEN_DIR);
+	if (pg_fsync(fd) != 0)
+		res = sf_fail(SF_STEP_FSYNC_DIR);
+	close(fd);
+	return res;
+}
+
+/* What a failed step did, and to which file, for messages: "could not %s ... \"%s\"". */
+void
+sf_write_step_text(SnowflakeWriteStep step, const char **action, const char **path)
+{
+	*path = SF_STATE_TMP_FILE;
+	switch (step)
+	{
+		case SF_STEP_CREATE:
+			*action = "create";
+			break;
+		case SF_STEP_WRITE:
+			*action = "write";
+			break;
+		case SF_STEP_FSYNC:
+			*action = "fsync";
+			break;
+		case SF_STEP_CLOSE:
+			*action = "close";
+			break;
+		case SF_STEP_RENAME:
+			*action = "rename";
+			break;
+		case SF_STEP_OPEN_DIR:
+			*action = "open the directory of";
+			*path = SF_STATE_FILE;
+			break;
+		case SF_STEP_FSYNC_DIR:
+			*action = "fsync the directory of";
+			*path = SF_STATE_FILE;
+			break;
+		default:
+			*action = "write";
+			break;
+	}
+}
