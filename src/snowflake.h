@@ -196,6 +196,15 @@ extern void sf_wal_register(sf_replay_fn replay);
 extern void sf_wal_log_mark(uint64 mark_tick);
 
 /* mark.c: the durable mark's policy */
+
+/*
+ * The least a call gives the reservation writer to raise the mark, whatever
+ * snowflake.max_wait_ms says: a healthy write takes a few ms, and a first call
+ * after an idle stretch always needs one, so max_wait_ms = 0 (never wait for
+ * the clock) must not refuse it.  A stalled write is still refused after it.
+ */
+#define SF_MARK_GRACE_MS	200
+
 extern void sf_mark_startup(SnowflakeShared *shared);
 extern void sf_mark_shutdown(SnowflakeShared *shared);
 extern bool sf_mark_await(int64 need_tick, int64 deadline_ns);
