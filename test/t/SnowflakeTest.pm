@@ -113,15 +113,29 @@ snowflake.machine_id = 1
 }
 
 sub node     { return $_[0]->{node}; }
+
+# set_env(\@preload, %env): more libraries to preload into the server, and
+# environment for it, from the next start or restart on.
+sub set_env
+{
+	my ($self, $preload, %env) = @_;
+	$self->{preload} = $preload;
+	$self->{env} = \%env;
+	return;
+}
 sub name     { return $_[0]->{name}; }
 sub data_dir { return $_[0]->{node}->data_dir; }
 
-# The environment that fakes the wall clock of pg_ctl and the server.
+# The environment that fakes the wall clock of pg_ctl and the server, plus
+# what set_env() added (more preloaded libraries, their settings).
 sub _faketime_env
 {
 	my ($self) = @_;
+	my %extra = %{ $self->{env} // {} };
+	my $preload = join ' ', $FAKETIME_LIB, @{ $self->{preload} // [] };
 	return (
-		LD_PRELOAD => $FAKETIME_LIB,
+		%extra,
+		LD_PRELOAD => $preload,
 		FAKETIME_TIMESTAMP_FILE => $self->{clock_file},
 		FAKETIME_NO_CACHE => '1',
 		FAKETIME_DONT_FAKE_MONOTONIC => '1');
