@@ -132,7 +132,8 @@ sub _faketime_env
 {
 	my ($self) = @_;
 	my %extra = %{ $self->{env} // {} };
-	my $preload = join ' ', $FAKETIME_LIB, @{ $self->{preload} // [] };
+	# Ours first: libfaketime wraps stat() too, and hands on to the next one.
+	my $preload = join ' ', @{ $self->{preload} // [] }, $FAKETIME_LIB;
 	return (
 		%extra,
 		LD_PRELOAD => $preload,
