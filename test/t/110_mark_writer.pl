@@ -41,6 +41,18 @@ sub mark_ms
 		'SELECT floor(extract(epoch FROM reserved_until) * 1000)::bigint FROM snowflake_state()');
 }
 
+# An idle writer sleeps: nothing issued since start-up, nobody waits.
+sub wakeups
+{
+	my ($p) = @_;
+	return $1 if slurp_file("/proc/$p/status") =~ /^voluntary_ctxt_switches:\s+(\d+)/m;
+	die "no voluntary_ctxt_switches in /proc/$p/status";
+}
+my $wake0 = wakeups($writer);
+sleep 2;
+my $idle_wakeups = wakeups($writer) - $wake0;
+cmp_ok($idle_wakeups, '<', 20, "an idle reservation writer sleeps: $idle_wakeups wake-ups in 2 s (window 200 ms)");
+
 my $bg = $t->background;
 my $pid = $bg->query_safe('SELECT pg_backend_pid()');
 $t->record('first ID', $bg->query_safe('SELECT snowflake_next()'));
