@@ -188,9 +188,7 @@ sf_mark_writer_step(void)
 
 	high = Max(sf_issued_high(), (int64) pg_atomic_read_u64(&sf_shared->demand));
 	reserved = (int64) pg_atomic_read_u64(&sf_shared->reserved);
-	if (high < 0)
-		return Max(sf_reservation_ms / 2, 10);	/* nothing issued, nobody waits */
-	if (high + sf_mark_margin_ms() <= reserved)
+	if (high < 0 || high + sf_mark_margin_ms() <= reserved)
 		return Max(Min(reserved - high - sf_mark_margin_ms(), sf_reservation_ms / 2), 10);
 
 	target = sf_mark_target(high);
