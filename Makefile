@@ -13,7 +13,7 @@ OBJS = \
 	src/generator.o \
 	src/worker.o \
 	src/wal.o \
-	src/claimer.o \
+	src/registry.o \
 	src/functions.o
 
 DATA = $(wildcard sql/$(EXTENSION)--*.sql)

@@ -7,6 +7,199 @@
 
 -- ==== registry: node claims (src/registry.c, README "Running a fleet") ====
 
+-- A claim counts from the commit of its transaction; a release fences the node at once and
+-- ends the lease at commit.  The registry row carries each node's high-water mark
+-- (high_water_ms) from one holder to the next, and claiming is safe for a superuser: the
+-- registry and the code that runs on it must belong to roles the caller trusts.
+
+DROP FUNCTION snowflake_note_claim(int, int, timestamptz);
+
+CREATE FUNCTION snowflake_note_claim(datacenter_id int, machine_id int, until timestamptz,
+                                     carried_ms bigint)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'snowflake_note_claim'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+REVOKE ALL ON FUNCTION snowflake_note_claim(int, int, timestamptz, bigint) FROM PUBLIC;
+
+COMMENT ON FUNCTION snowflake_note_claim(int, int, timestamptz, bigint) IS
+'internal: records a registry lease taken by snowflake_claim_node(), from the commit of this transaction, lifting the node above carried_ms at once; returns the claim''s bound (Unix ms)';
+
+CREATE FUNCTION snowflake_note_release(datacenter_id int, machine_id int)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'snowflake_note_release'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+REVOKE ALL ON FUNCTION snowflake_note_release(int, int) FROM PUBLIC;
+
+COMMENT ON FUNCTION snowflake_note_release(int, int) IS
+'internal: fences the node at its last issued ms and ends its lease at commit; returns that ms (Unix ms)';
+
+CREATE FUNCTION snowflake_check_registry(registry regclass)
+RETURNS void
+LANGUAGE plpgsql STABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $function$
+DECLARE
+    rel     record;
+    trig    record;
+BEGIN
+    SELECT c.relkind, c.relowner, c.relowner::regrole AS owner INTO rel
+    FROM pg_catalog.pg_class c WHERE c.oid = registry;
+    IF NOT FOUND OR rel.relkind NOT IN ('r', 'f') THEN
+        RAISE EXCEPTION 'registry % must be a table or a foreign table', registry
+            USING ERRCODE = 'wrong_object_type';
+    END IF;
+    -- Code on the registry runs with the caller's rights: its owner must already have them.
+    IF NOT (pg_catalog.pg_has_role(rel.relowner, current_user, 'USAGE')
+            OR (SELECT r.rolsuper FROM pg_catalog.pg_roles r WHERE r.oid = rel.relowner)) THEN
+        RAISE EXCEPTION 'registry % is owned by role %, which does not have the rights of role %',
+                        registry, rel.owner, current_user
+            USING ERRCODE = 'insufficient_privilege',
+                  DETAIL = 'Its triggers, rules and defaults would run with the rights of the role that claims.',
+                  HINT = 'Claim as the role that owns the registry (or one it belongs to), or give the registry to a role the claiming role trusts; '
+                         'name the registry with its schema.';
+    END IF;
+    FOR trig IN
+        SELECT t.tgname, p.oid::regprocedure AS func, p.proowner::regrole AS owner
+        FROM pg_catalog.pg_trigger t JOIN pg_catalog.pg_proc p ON p.oid = t.tgfoid
+        WHERE t.tgrelid = registry AND NOT t.tgisinternal AND t.tgenabled <> 'D'
+          AND NOT (pg_catalog.pg_has_role(p.proowner, current_user, 'USAGE')
+                   OR (SELECT r.rolsuper FROM pg_catalog.pg_roles r WHERE r.oid = p.proowner))
+    LOOP
+        RAISE EXCEPTION 'trigger % on registry % runs function %, owned by role %, which does not have the rights of role %',
+                        trig.tgname, registry, trig.func, trig.owner, current_user
+            USING ERRCODE = 'insufficient_privilege',
+                  HINT = 'Drop or disable the trigger, or claim as a role whose rights that owner already has.';
+    END LOOP;
+    IF NOT EXISTS (SELECT FROM pg_catalog.pg_attribute a
+                   WHERE a.attrelid = registry AND a.attname = 'high_water_ms'
+                     AND a.attnum > 0 AND NOT a.attisdropped) THEN
+        RAISE EXCEPTION 'registry % has no column high_water_ms', registry
+            USING ERRCODE = 'undefined_column',
+                  DETAIL = 'Since version 1.2 the registry carries each node''s high-water mark from one holder to the next.',
+                  HINT = format('On the server that holds the table run ALTER TABLE %s ADD COLUMN high_water_ms bigint; '
+                                'where it is a foreign table, also run ALTER FOREIGN TABLE ... ADD COLUMN high_water_ms bigint on each server.',
+                                registry);
+    END IF;
+END
+$function$;
+
+COMMENT ON FUNCTION snowflake_check_registry(regclass) IS
+'internal: refuses a registry whose owner or triggers the caller does not trust, or that lacks high_water_ms';
+
+CREATE OR REPLACE FUNCTION snowflake_claim_node(registry regclass, lease interval DEFAULT '5 minutes')
+RETURNS timestamptz
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $function$
+DECLARE
+    dc      int := nullif(current_setting('snowflake.datacenter_id'), '-1')::int;
+    m       int := nullif(current_setting('snowflake.machine_id'), '-1')::int;
+    me      text := @extschema@.snowflake_server_identity();
+    t0      timestamptz := clock_timestamp();
+    until   timestamptz;
+    n       bigint;
+    bound   bigint;
+    holder  text;
+    holder_until timestamptz;
+    carried bigint;
+BEGIN
+    IF registry IS NULL THEN
+        RAISE EXCEPTION 'registry must not be null' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF lease IS NULL OR lease < interval '1 second' OR lease > interval '1 day' THEN
+        RAISE EXCEPTION 'lease must be between 1 second and 1 day, not %', coalesce(lease::text, 'NULL')
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF dc IS NULL OR m IS NULL THEN
+        RAISE EXCEPTION 'snowflake.datacenter_id and snowflake.machine_id must be set to claim a node'
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  HINT = 'Set both in postgresql.conf, then reload.';
+    END IF;
+    IF pg_is_in_recovery() THEN
+        RAISE EXCEPTION 'cannot execute snowflake_claim_node() during recovery'
+            USING ERRCODE = 'read_only_sql_transaction';
+    END IF;
+    PERFORM @extschema@.snowflake_check_registry(registry);
+    until := t0 + lease;
+
+    EXECUTE format('SELECT owner, expires_at, high_water_ms FROM ONLY %s'
+                   ' WHERE datacenter_id = $1 AND machine_id = $2 FOR UPDATE', registry)
+        INTO holder, holder_until, carried USING dc, m;
+    GET DIAGNOSTICS n = ROW_COUNT;
+    IF n > 0 AND holder IS DISTINCT FROM me AND holder_until >= t0 THEN
+        RAISE EXCEPTION 'datacenter %, machine % is claimed by another server', dc, m
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  DETAIL = format('The registry %s names %s as the holder, its lease ending %s; this server is %s.',
+                                  registry, holder, holder_until, me),
+                  HINT = 'Give this server its own snowflake.datacenter_id and snowflake.machine_id, '
+                         'or claim again once the holder is stopped for good and its lease has ended.';
+    END IF;
+
+    -- Taking over: start above what the previous holder may have issued.  Renewing: nothing
+    -- to carry (this server's own IDs are above its durable mark).
+    bound := @extschema@.snowflake_note_claim(dc, m, until,
+                                              CASE WHEN holder IS DISTINCT FROM me THEN carried END);
+
+    IF n > 0 THEN
+        EXECUTE format('UPDATE ONLY %s SET owner = $1, claimed_at = $2, expires_at = $3,'
+                       ' high_water_ms = greatest(high_water_ms, $4)'
+                       ' WHERE datacenter_id = $5 AND machine_id = $6', registry)
+            USING me, t0, until, bound, dc, m;
+    ELSE
+        BEGIN
+            EXECUTE format('INSERT INTO %s (datacenter_id, machine_id, owner, claimed_at, expires_at, high_water_ms)'
+                           ' VALUES ($1, $2, $3, $4, $5, $6)', registry)
+                USING dc, m, me, t0, until, bound;
+        EXCEPTION WHEN unique_violation THEN
+            EXECUTE format('SELECT owner, expires_at FROM ONLY %s WHERE datacenter_id = $1 AND machine_id = $2',
+                           registry)
+                INTO holder, holder_until USING dc, m;
+            RAISE EXCEPTION 'datacenter %, machine % is claimed by another server', dc, m
+                USING ERRCODE = 'object_not_in_prerequisite_state',
+                      DETAIL = format('The registry %s names %s as the holder, its lease ending %s; this server is %s.',
+                                      registry, holder, holder_until, me),
+                      HINT = 'Give this server its own snowflake.datacenter_id and snowflake.machine_id, '
+                             'or claim again once the holder is stopped for good and its lease has ended.';
+        END;
+    END IF;
+    RETURN until;
+END
+$function$;
+
+CREATE OR REPLACE FUNCTION snowflake_release_node(registry regclass)
+RETURNS boolean
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $function$
+DECLARE
+    dc      int := nullif(current_setting('snowflake.datacenter_id'), '-1')::int;
+    m       int := nullif(current_setting('snowflake.machine_id'), '-1')::int;
+    me      text := @extschema@.snowflake_server_identity();
+    holder  text;
+    last_ms bigint;
+BEGIN
+    IF dc IS NULL OR m IS NULL THEN
+        RAISE EXCEPTION 'snowflake.datacenter_id and snowflake.machine_id must be set to release a node'
+            USING ERRCODE = 'object_not_in_prerequisite_state';
+    END IF;
+    PERFORM @extschema@.snowflake_check_registry(registry);
+    -- Fence now (no ID past the last one), lease ended at commit, whoever the registry names.
+    last_ms := @extschema@.snowflake_note_release(dc, m);
+    EXECUTE format('SELECT owner FROM ONLY %s WHERE datacenter_id = $1 AND machine_id = $2 FOR UPDATE', registry)
+        INTO holder USING dc, m;
+    IF holder IS DISTINCT FROM me THEN
+        RETURN false;
+    END IF;
+    -- The row stays, free to claim at once, carrying the last ms this server issued.
+    EXECUTE format('UPDATE ONLY %s SET expires_at = ''-infinity'', high_water_ms = $1'
+                   ' WHERE datacenter_id = $2 AND machine_id = $3', registry)
+        USING last_ms, dc, m;
+    RETURN true;
+END
+$function$;
+
 -- ==== end registry ====
 
 -- ==== migration: snowflake_migrate_column() (README "Migrating a column") ====

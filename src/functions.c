@@ -32,7 +32,6 @@ PG_FUNCTION_INFO_V1(snowflake_max_id);
 PG_FUNCTION_INFO_V1(snowflake_status);
 PG_FUNCTION_INFO_V1(snowflake_adopt_state);
 PG_FUNCTION_INFO_V1(snowflake_server_identity);
-PG_FUNCTION_INFO_V1(snowflake_note_claim);
 PG_FUNCTION_INFO_V1(snowflake_state);
 
 #define SF_DECODE_COLS	5
@@ -299,31 +298,6 @@ snowflake_server_identity(PG_FUNCTION_ARGS)
 	sf_require_shared("snowflake_server_identity()");
 	PG_RETURN_TEXT_P(cstring_to_text(psprintf(UINT64_FORMAT ":%s", GetSystemIdentifier(),
 											  sf_identity_text(&sf_shared->self))));
-}
-
-/*
- * snowflake_note_claim(datacenter_id, machine_id, until): record a registry
- * lease that snowflake_claim_node() took, for snowflake.require_claim.
- */
-Datum
-snowflake_note_claim(PG_FUNCTION_ARGS)
-{
-	int32		datacenter = PG_GETARG_INT32(0);
-	int32		machine = PG_GETARG_INT32(1);
-	TimestampTz until = PG_GETARG_TIMESTAMPTZ(2);
-	SnowflakeSlot *slot;
-
-	sf_require_shared("snowflake_note_claim()");
-	sf_check_range("datacenter_id", datacenter, 0, SF_MAX_DATACENTER);
-	sf_check_range("machine_id", machine, 0, SF_MAX_MACHINE);
-	if (TIMESTAMP_NOT_FINITE(until))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("until must be a finite timestamp")));
-
-	slot = &sf_shared->slots[datacenter * (int) (SF_MAX_MACHINE + 1) + machine].slot;
-	pg_atomic_write_u64(&slot->claim_until, (uint64) Max(sf_timestamptz_to_unix_ms(until), 0));
-	PG_RETURN_VOID();
 }
 
 /*

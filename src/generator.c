@@ -170,15 +170,6 @@ sf_reserve(int node, int64 count, const char *caller)
 	sf_check_can_generate(caller);
 	slot = &sf_shared->slots[node].slot;
 
-	if (sf_require_claim &&
-		(int64) pg_atomic_read_u64(&slot->claim_until) <= sf_wall_unix_ms())
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("%s refused: this server holds no current registry claim for datacenter %d, machine %d",
-						caller, node / (int) (SF_MAX_MACHINE + 1), node % (int) (SF_MAX_MACHINE + 1)),
-				 errdetail("snowflake.require_claim is on; the claim was never taken since start-up, or its lease ended."),
-				 errhint("Run SELECT snowflake_claim_node('<registry table>'), and renew it before the lease ends (for example with pg_cron).")));
-
 	for (;;)
 	{
 		uint64		seen = pg_atomic_read_u64(&slot->clock_last);
@@ -206,6 +197,10 @@ sf_reserve(int node, int64 count, const char *caller)
 					 errmsg("%s refused: the timestamp would pass the last one a Snowflake ID can hold, %s",
 							caller, SF_MAX_TEXT),
 					 errhint("Check the system clock.")));
+
+		/* The claim is checked here, with this round's clock, not before a wait. */
+		if (sf_require_claim)
+			sf_claim_check(slot, node, now_ms, last_tick, caller);
 
 		/* Too far ahead of the clock: sleep until it catches up, or refuse. */
 		if (last_tick > now_tick + sf_max_lead_ms)

@@ -30,6 +30,7 @@ bool		sf_failover_adopt = false;
 bool		sf_require_claim = false;
 char	   *sf_registry = NULL;
 char	   *sf_registry_database = NULL;
+char	   *sf_registry_role = NULL;
 int			sf_registry_lease_ms = 300000;
 
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
@@ -146,10 +147,19 @@ _PG_init(void)
 	/* Settings read at server start only: they can exist only when preloaded. */
 	DefineCustomStringVariable("snowflake.registry",
 							   "The fleet's registry table; when set, a background worker claims and renews this server's node in it.",
-							   "A table name as snowflake_claim_node() takes it, in snowflake.registry_database. Empty: no worker.",
+							   "A schema-qualified table name (schema.table) in snowflake.registry_database. Empty: no worker.",
 							   &sf_registry,
 							   "",
 							   PGC_POSTMASTER, 0,
+							   sf_registry_check_hook, NULL, NULL);
+
+	DefineCustomStringVariable("snowflake.registry_role",
+							   "The role the registry worker claims as: an unprivileged role, never a superuser.",
+							   "It needs EXECUTE on snowflake_claim_node() and snowflake_note_claim() and SELECT, INSERT, UPDATE on the registry. "
+							   "Empty (the default): the worker claims nothing and says so.",
+							   &sf_registry_role,
+							   "",
+							   PGC_SIGHUP, 0,
 							   NULL, NULL, NULL);
 
 	DefineCustomStringVariable("snowflake.registry_database",
@@ -178,5 +188,7 @@ _PG_init(void)
 	sf_wal_register(sf_mark_replayed);
 	sf_worker_register();
 	if (sf_registry != NULL && sf_registry[0] != '\0')
-		sf_claimer_register();
+		sf_bgworker_register("snowflake registry claimer", "snowflake_claimer_main",
+							 BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION,
+							 BgWorkerStart_RecoveryFinished, 5);
 }

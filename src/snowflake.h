@@ -8,8 +8,9 @@
  *   snowflake.c   module entry, settings, hooks
  *   functions.c   SQL-callable wrappers
  *   worker.c      the reservation writer (a background worker)
- *   claimer.c     the registry claimer (a background worker)
  *   generator.c   hands out IDs
+ *   registry.c    the node's registry claim: recorded at commit, checked by
+ *                 the generator; and its claimer (a background worker)
  *   mark.c        the durable mark's policy: when and how far to raise it,
  *                 start-up, shutdown, replay, adoption
  *   wal.c         the mark's WAL record
@@ -48,6 +49,7 @@
 #include "postmaster/bgworker.h"
 #include "storage/condition_variable.h"
 #include "storage/lwlock.h"
+#include "utils/guc.h"
 
 #include "layout.h"
 
@@ -61,6 +63,7 @@ extern bool sf_failover_adopt;
 extern bool sf_require_claim;
 extern char *sf_registry;
 extern char *sf_registry_database;
+extern char *sf_registry_role;
 extern int	sf_registry_lease_ms;
 
 #define SF_NODE_UNSET		(-1)
@@ -79,6 +82,7 @@ typedef struct SnowflakeSlot
 	pg_atomic_uint64 waits;		/* calls that slept */
 	pg_atomic_uint64 refusals;	/* calls refused for time */
 	pg_atomic_uint64 claim_until;	/* registry lease of this node, Unix ms */
+	pg_atomic_uint64 claim_bound;	/* no ID past this Unix ms under the claim */
 	pg_atomic_uint32 used;		/* issued an ID since start-up */
 } SnowflakeSlot;
 
@@ -224,7 +228,25 @@ extern void sf_worker_register(void);
 extern void sf_bgworker_register(const char *name, const char *function, int flags,
 								 BgWorkerStartTime start, int restart_s);
 
-/* claimer.c: keeps this server's registry claim renewed */
-extern void sf_claimer_register(void);
+/* registry.c: this server's claim on its node, and the worker that renews it */
+extern bool sf_registry_check_hook(char **newval, void **extra, GucSource source);
+extern void sf_claim_refuse(SnowflakeSlot *slot, int node, int64 now_ms, int64 last_tick,
+							const char *caller) pg_attribute_noreturn();
+
+/*
+ * With snowflake.require_claim: refuse an ID whose run ends at last_tick,
+ * taken at now_ms (the clock read of this round of the generator's loop),
+ * unless the node's lease is current and the run stays within its bound.
+ * The caller read the word before: the barrier orders that read before the
+ * bound's, which a release relies on (see snowflake_note_release()).
+ */
+static inline void
+sf_claim_check(SnowflakeSlot *slot, int node, int64 now_ms, int64 last_tick, const char *caller)
+{
+	pg_read_barrier();
+	if (unlikely((int64) pg_atomic_read_u64(&slot->claim_until) <= now_ms ||
+				 last_tick + SF_EPOCH_UNIX_MS > (int64) pg_atomic_read_u64(&slot->claim_bound)))
+		sf_claim_refuse(slot, node, now_ms, last_tick, caller);
+}
 
 #endif							/* SNOWFLAKE_H */

@@ -89,6 +89,7 @@ CREATE TABLE snowflake_registry (
     owner         text NOT NULL,
     claimed_at    timestamptz NOT NULL,
     expires_at    timestamptz NOT NULL,
+    high_water_ms bigint,
     PRIMARY KEY (datacenter_id, machine_id)
 );
 });
@@ -166,30 +167,45 @@ like($err, qr/55000: snowflake.datacenter_id and snowflake.machine_id must be se
 my $e = PostgreSQL::Test::Cluster->new('e');
 $e->init;
 $e->append_conf('postgresql.conf', $conf . qq(
-snowflake.registry = 'snowflake_registry'
+snowflake.registry = 'public.snowflake_registry'
+snowflake.registry_role = 'claimer'
 snowflake.registry_lease_ms = 3000
 snowflake.require_claim = on
 ));
 $e->start;
 
 # Before the extension exists in snowflake.registry_database, the worker says so and retries.
-ok($e->wait_for_log(qr/snowflake could not claim this server's node in registry "snowflake_registry": extension "snowflake" is not installed in database "postgres"/),
+ok($e->wait_for_log(qr/snowflake could not claim this server's node in registry "public.snowflake_registry": extension "snowflake" is not installed in database "postgres"/),
 	'the registry worker reports a missing extension, and keeps running');
+my $log_at = -s $e->logfile;
+$e->safe_psql('postgres', 'CREATE EXTENSION snowflake');
+ok($e->wait_for_log(qr/snowflake could not claim this server's node in registry "public.snowflake_registry": role "claimer" named by snowflake.registry_role does not exist/, $log_at),
+	'the registry worker reports a registry role that does not exist');
+$log_at = -s $e->logfile;
+$e->safe_psql('postgres', 'CREATE ROLE claimer SUPERUSER');
+ok($e->wait_for_log(qr/snowflake.registry_role "claimer" is a superuser/, $log_at),
+	'the registry worker refuses to claim as a superuser');
 {
 	my ($host, $port) = ($r->host, $r->port);
+	my $r_user = $r->safe_psql('postgres', 'SELECT current_user');
+	# The unprivileged role the worker claims as: only what the claim needs.
 	$e->safe_psql(
 		'postgres', qq{
-CREATE EXTENSION snowflake;
+ALTER ROLE claimer NOSUPERUSER;
 CREATE EXTENSION postgres_fdw;
 CREATE SERVER fleet FOREIGN DATA WRAPPER postgres_fdw OPTIONS (host '$host', port '$port', dbname 'postgres');
 CREATE USER MAPPING FOR CURRENT_USER SERVER fleet;
+CREATE USER MAPPING FOR claimer SERVER fleet OPTIONS (user '$r_user', password_required 'false');
 IMPORT FOREIGN SCHEMA public LIMIT TO (snowflake_registry) FROM SERVER fleet INTO public;
+GRANT SELECT, INSERT, UPDATE ON public.snowflake_registry TO claimer;
+GRANT EXECUTE ON FUNCTION snowflake_claim_node(regclass, interval),
+    snowflake_note_claim(int, int, timestamptz, bigint) TO claimer;
 });
 }
 my $e_id = $e->safe_psql('postgres', 'SELECT snowflake_server_identity()');
 
 # a holds (4, 2): the worker keeps trying, and e does not generate.
-ok($e->wait_for_log(qr/snowflake could not claim this server's node in registry "snowflake_registry": datacenter 4, machine 2 is claimed by another server/),
+ok($e->wait_for_log(qr/snowflake could not claim this server's node in registry "public.snowflake_registry": datacenter 4, machine 2 is claimed by another server/),
 	'the registry worker reports that another server holds the node');
 fails($e, 'SELECT snowflake_next()', 'e while a holds the node');
 
