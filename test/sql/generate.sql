@@ -62,10 +62,6 @@ SELECT state, detail, reserved_until >= (SELECT max(last_ts) FROM snowflake_stat
        owner_directory = this_directory AS owned_here, worker_running
 FROM snowflake_state();
 
--- snowflake_note_claim (internal, for snowflake_claim_node): its arguments are checked.
-SELECT snowflake_note_claim(32, 0, now());
-SELECT snowflake_note_claim(0, -1, now());
-SELECT snowflake_note_claim(0, 0, 'infinity');
 
 -- Settings: ranges and who may set them.
 SET snowflake.datacenter_id = 32;
