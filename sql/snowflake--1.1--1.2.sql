@@ -128,6 +128,12 @@ BEGIN
                    ' WHERE datacenter_id = $1 AND machine_id = $2 FOR UPDATE', registry)
         INTO holder, holder_until, carried USING dc, m;
     GET DIAGNOSTICS n = ROW_COUNT;
+    -- A row written before 1.2 names its holder as system identifier:device:inode.  It is this
+    -- server when the system identifier and the inode agree (the device may have changed since).
+    IF holder ~ '^[0-9]+:[0-9]+:[0-9]+$' AND split_part(holder, ':', 1) = split_part(me, ':', 1)
+       AND split_part(holder, ':', 3) = split_part(me, ':', 2) THEN
+        holder := me;
+    END IF;
     IF n > 0 AND holder IS DISTINCT FROM me AND holder_until >= t0 THEN
         RAISE EXCEPTION 'datacenter %, machine % is claimed by another server', dc, m
             USING ERRCODE = 'object_not_in_prerequisite_state',
@@ -189,6 +195,11 @@ BEGIN
     last_ms := @extschema@.snowflake_note_release(dc, m);
     EXECUTE format('SELECT owner FROM ONLY %s WHERE datacenter_id = $1 AND machine_id = $2 FOR UPDATE', registry)
         INTO holder USING dc, m;
+    -- A row written before 1.2: see snowflake_claim_node().
+    IF holder ~ '^[0-9]+:[0-9]+:[0-9]+$' AND split_part(holder, ':', 1) = split_part(me, ':', 1)
+       AND split_part(holder, ':', 3) = split_part(me, ':', 2) THEN
+        holder := me;
+    END IF;
     IF holder IS DISTINCT FROM me THEN
         RETURN false;
     END IF;

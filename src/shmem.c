@@ -71,6 +71,7 @@ sf_shmem_init(void)
 		pg_atomic_init_u64(&slot->waits, 0);
 		pg_atomic_init_u64(&slot->refusals, 0);
 		pg_atomic_init_u64(&slot->claim_until, 0);
+		pg_atomic_init_u64(&slot->claim_bound, 0);
 		pg_atomic_init_u32(&slot->used, 0);
 	}
 	return true;
