@@ -34,8 +34,9 @@ CLIENTS = [int(c) for c in env.get("BENCH_LAT_CLIENTS", "1 8").split()]
 RAW = Path(env.get("BENCH_RAW", Path(__file__).parent / "out" / MODE))
 OUT = Path(env.get("BENCH_OUT", Path(__file__).parent))
 HERE = Path(__file__).resolve().parent
-# The same measurement of an older build, kept to compare against (see bench/README.md).
-BEFORE = HERE / "latency-before.json"
+# The same measurement made by hand of older builds or other settings, kept to compare against
+# (see bench/README.md).
+KEPT = sorted(HERE.glob("latency-*.json"), key=lambda p: json.loads(p.read_text())["started"])
 
 STATEMENTS = {
     "snowflake": "SELECT snowflake_next()",
@@ -72,8 +73,8 @@ def mark_counters(conn):
 
 def pgbench_latencies(script, clients, prefix):
     """Every transaction's latency in µs from one pgbench run (None if it failed)."""
-    # One thread per client: a pgbench thread that serves several clients stamps the end of a
-    # transaction with the time it woke up for all of them, which makes latencies of 0 µs.
+    # One thread per client, so that no pgbench thread times several clients' calls with one
+    # reading of its clock.
     cmd = ["pgbench", "-n", "-M", "prepared", "-c", str(clients), "-j", str(clients),
            "-l", f"--log-prefix={prefix}", "-f", str(script)]
     cmd += ["-T", str(SECS)] if SECS > 0 else ["-t", str(TXNS)]
@@ -236,7 +237,7 @@ def section(res):
         "Method: `pgbench -n -M prepared -c N -j N " + how + " -l -f script`, one statement per\n"
         "transaction (`SELECT snowflake_next()`, `SELECT nextval('s')`, `SELECT 1`), N = "
         + " and ".join(map(str, res["clients"])) + " clients\n"
-        "(one pgbench thread per client, so each call is timed when it ends), every statement and\n"
+        "(one pgbench thread per client), every statement and\n"
         "client count interleaved in a rotated order per repetition, on the throwaway server `bench/run` starts\n"
         "(default settings: `fsync = on`, `synchronous_commit = on`; node (1, 1), `max_lead_ms = 0`).\n"
         "pgbench's per-transaction log gives every call's latency (µs, measured by the client, so it\n"
@@ -253,15 +254,15 @@ def section(res):
     L.append(describe(res, "This build"))
     L.append("")
     L += table(res)
-    if BEFORE.exists() and res["mode"] != "smoke":
-        before = json.loads(BEFORE.read_text())
+    for path in KEPT if res["mode"] != "smoke" else []:
+        before = json.loads(path.read_text())
         L.append("")
-        L.append("### The same measurement of an older build, for comparison")
+        L.append(f"### Measured once by hand, for comparison (`bench/{path.name}`)")
         L.append("")
-        L.append(before.get("label", "") + " Measured once by hand (bench/README.md says how), at another "
-                 "time than the figures above: compare each build's ratios, not figures across builds.")
+        L.append(before.get("label", "") + " Measured the same way (bench/README.md says how), at another "
+                 "time than the figures above: compare each run's ratios, not figures across runs.")
         L.append("")
-        L.append(describe(before, "Older build"))
+        L.append(describe(before, "That run"))
         L.append("")
         L += table(before)
     L += ["", END]
