@@ -11,6 +11,20 @@ SF_USER=${SF_USER:-postgres}
 
 sf_log() { printf '==> %s\n' "$*" >&2; }
 
+# Take the machine's test lock for the rest of the calling script (file descriptor 9): every
+# run-tests and bench/run installs into the same PostgreSQL, so they take turns.  A script started
+# by one that holds it (SF_LOCK_HELD=1 in its environment) does not wait for its own parent.
+SF_LOCK=${SF_LOCK:-/tmp/snowflake-run-tests.lock}
+sf_lock() {
+	[ "${SF_LOCK_HELD:-0}" = 1 ] && return 0
+	exec 9>>"$SF_LOCK" || { echo "cannot open the lock file $SF_LOCK" >&2; return 1; }
+	if ! flock -n 9; then
+		sf_log "waiting for $SF_LOCK (another test or benchmark run on this machine)"
+		flock 9
+	fi
+	export SF_LOCK_HELD=1
+}
+
 # Run a command as root (directly, or through sudo).
 sf_as_root() {
 	if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi
