@@ -381,6 +381,12 @@ TYPE_STATEMENTS = [
     ("ty_hj_sf", "hashjoin", "SELECT count(*) FROM ty_sf a JOIN ty_sf b ON a.id = b.id", "hash join, snowflake"),
     ("ty_mj_big", "mergejoin", "SELECT count(*) FROM ty_big a JOIN ty_big b ON a.id = b.id", "merge join on the indexes, bigint"),
     ("ty_mj_sf", "mergejoin", "SELECT count(*) FROM ty_sf a JOIN ty_sf b ON a.id = b.id", "merge join on the indexes, snowflake"),
+    # The JSON the type exists for, against the same text made from a bigint by hand.
+    ("ty_json_big", "build", "SELECT length(json_agg(id::text)::text) FROM ty_big", "json_agg(id::text), bigint"),
+    ("ty_json_sf", "build", "SELECT length(json_agg(id)::text) FROM ty_sf", "json_agg(id), snowflake (the same text)"),
+    ("ty_rowjson_big", "build", "SELECT sum(length(row_to_json(t)::text)) FROM (SELECT id::text AS id FROM ty_big) t",
+     "row_to_json(t) per row, bigint as id::text"),
+    ("ty_rowjson_sf", "build", "SELECT sum(length(row_to_json(t)::text)) FROM ty_sf t", "row_to_json(t) per row, snowflake"),
 ]
 # What each statement must run as, checked with EXPLAIN before timing (a wrong plan is no comparison).
 TYPE_PLAN = {"build": None, "nestloop": "Index Only Scan", "hashjoin": "Hash Join", "mergejoin": "Merge Join"}
@@ -584,7 +590,9 @@ def report():
                        ("equality lookups (snowflake = snowflake)", "ty_eq_sf", "ty_eq_big"),
                        ("equality lookups (snowflake = bigint)", "ty_eq_cross", "ty_eq_big"),
                        ("hash join", "ty_hj_sf", "ty_hj_big"),
-                       ("merge join", "ty_mj_sf", "ty_mj_big")):
+                       ("merge join", "ty_mj_sf", "ty_mj_big"),
+                       ("json_agg(id) / json_agg(id::text) of a bigint", "ty_json_sf", "ty_json_big"),
+                       ("row_to_json() / the same of id::text of a bigint", "ty_rowjson_sf", "ty_rowjson_big")):
         if res.get("have_snowflake"):
             check(7, f"snowflake type / bigint, {what}: time", ratio(T.get(a), T.get(b)), "<=", 1.05,
                   ratio(CA.get(a), CA.get(b)))

@@ -927,11 +927,16 @@ COMMENT ON FUNCTION snowflake_migrate_column(regclass, name, regtype) IS
 -- The snowflake type: a bigint in storage (8 bytes, passed by value, aligned like int8), in
 -- text and binary I/O, in comparisons and indexes, whose JSON form is a string.
 --
--- Every function below is PostgreSQL's own int8 code (LANGUAGE internal): nothing of ours runs
--- to read, write, compare or hash a snowflake. json_categorize_type() gives a non-built-in base
--- type without a cast to json the category "other", so to_json(), to_jsonb(), row_to_json(),
--- json_agg() and jsonb_build_object() print its output function's text as a JSON string. A
--- domain over bigint would not do that: domains are looked through to their base type.
+-- Every function below is PostgreSQL's own int8 function, called by a C function of ours that
+-- passes the call on unchanged (src/type.c): nothing of ours decides how a snowflake is read,
+-- written, compared or hashed. (Not LANGUAGE internal aliases of the int8 functions: fmgr finds
+-- an alias by a linear search of every built-in function each time it looks one up, which
+-- json_agg() and to_json() do once per row, making them 9x slower.)
+--
+-- json_categorize_type() gives a non-built-in base type without a cast to json the category
+-- "other", so to_json(), to_jsonb(), row_to_json(), json_agg() and jsonb_build_object() print its
+-- output function's text as a JSON string. A domain over bigint would not do that: domains are
+-- looked through to their base type.
 --
 -- Casts: snowflake -> bigint is binary-coercible and implicit, so every function that takes a
 -- bigint (every decode function) takes a snowflake; bigint -> snowflake is binary-coercible and
@@ -942,13 +947,13 @@ COMMENT ON FUNCTION snowflake_migrate_column(regclass, name, regtype) IS
 CREATE TYPE snowflake;
 
 CREATE FUNCTION snowflake_in(cstring) RETURNS @extschema@.snowflake
-AS 'int8in' LANGUAGE internal IMMUTABLE STRICT PARALLEL SAFE;
+AS 'MODULE_PATHNAME', 'snowflake_int8in' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 CREATE FUNCTION snowflake_out(@extschema@.snowflake) RETURNS cstring
-AS 'int8out' LANGUAGE internal IMMUTABLE STRICT PARALLEL SAFE;
+AS 'MODULE_PATHNAME', 'snowflake_int8out' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 CREATE FUNCTION snowflake_recv(internal) RETURNS @extschema@.snowflake
-AS 'int8recv' LANGUAGE internal IMMUTABLE STRICT PARALLEL SAFE;
+AS 'MODULE_PATHNAME', 'snowflake_int8recv' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 CREATE FUNCTION snowflake_send(@extschema@.snowflake) RETURNS bytea
-AS 'int8send' LANGUAGE internal IMMUTABLE STRICT PARALLEL SAFE;
+AS 'MODULE_PATHNAME', 'snowflake_int8send' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 
 CREATE TYPE snowflake (
     INPUT = @extschema@.snowflake_in,
@@ -968,13 +973,13 @@ CREATE CAST (@extschema@.snowflake AS bigint) WITHOUT FUNCTION AS IMPLICIT;
 CREATE CAST (bigint AS @extschema@.snowflake) WITHOUT FUNCTION AS ASSIGNMENT;
 
 CREATE FUNCTION snowflake(integer) RETURNS @extschema@.snowflake
-AS 'int48' LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+AS 'MODULE_PATHNAME', 'snowflake_int48' LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
 CREATE FUNCTION snowflake(smallint) RETURNS @extschema@.snowflake
-AS 'int28' LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+AS 'MODULE_PATHNAME', 'snowflake_int28' LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
 CREATE FUNCTION snowflake(numeric) RETURNS @extschema@.snowflake
-AS 'numeric_int8' LANGUAGE internal IMMUTABLE STRICT PARALLEL SAFE;
+AS 'MODULE_PATHNAME', 'snowflake_numeric_int8' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 CREATE FUNCTION snowflake_numeric(@extschema@.snowflake) RETURNS numeric
-AS 'int8_numeric' LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+AS 'MODULE_PATHNAME', 'snowflake_int8_numeric' LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
 
 COMMENT ON FUNCTION snowflake(integer) IS 'the cast from integer to snowflake';
 COMMENT ON FUNCTION snowflake(smallint) IS 'the cast from smallint to snowflake';
@@ -986,114 +991,114 @@ CREATE CAST (smallint AS @extschema@.snowflake) WITH FUNCTION @extschema@.snowfl
 CREATE CAST (numeric AS @extschema@.snowflake) WITH FUNCTION @extschema@.snowflake(numeric) AS ASSIGNMENT;
 CREATE CAST (@extschema@.snowflake AS numeric) WITH FUNCTION @extschema@.snowflake_numeric(@extschema@.snowflake) AS ASSIGNMENT;
 
--- Comparison functions: int8's own code (LANGUAGE internal), one per pair of argument types.
+-- Comparison functions: int8's own, one per pair of argument types.
 -- LEAKPROOF like the int8 functions they wrap, so row-level security and security-barrier views
 -- can still use an index on a snowflake column.
 
 CREATE FUNCTION snowflake_eq(@extschema@.snowflake, @extschema@.snowflake) RETURNS boolean
-AS 'int8eq' LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+AS 'MODULE_PATHNAME', 'snowflake_int8eq' LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
 CREATE FUNCTION snowflake_ne(@extschema@.snowflake, @extschema@.snowflake) RETURNS boolean
-AS 'int8ne' LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+AS 'MODULE_PATHNAME', 'snowflake_int8ne' LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
 CREATE FUNCTION snowflake_lt(@extschema@.snowflake, @extschema@.snowflake) RETURNS boolean
-AS 'int8lt' LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+AS 'MODULE_PATHNAME', 'snowflake_int8lt' LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
 CREATE FUNCTION snowflake_le(@extschema@.snowflake, @extschema@.snowflake) RETURNS boolean
-AS 'int8le' LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+AS 'MODULE_PATHNAME', 'snowflake_int8le' LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
 CREATE FUNCTION snowflake_gt(@extschema@.snowflake, @extschema@.snowflake) RETURNS boolean
-AS 'int8gt' LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+AS 'MODULE_PATHNAME', 'snowflake_int8gt' LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
 CREATE FUNCTION snowflake_ge(@extschema@.snowflake, @extschema@.snowflake) RETURNS boolean
-AS 'int8ge' LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+AS 'MODULE_PATHNAME', 'snowflake_int8ge' LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
 CREATE FUNCTION snowflake_cmp(@extschema@.snowflake, @extschema@.snowflake) RETURNS integer
-AS 'btint8cmp' LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+AS 'MODULE_PATHNAME', 'snowflake_btint8cmp' LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
 
 CREATE FUNCTION snowflake_eq(@extschema@.snowflake, bigint) RETURNS boolean
-AS 'int8eq' LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+AS 'MODULE_PATHNAME', 'snowflake_int8eq' LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
 CREATE FUNCTION snowflake_ne(@extschema@.snowflake, bigint) RETURNS boolean
-AS 'int8ne' LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+AS 'MODULE_PATHNAME', 'snowflake_int8ne' LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
 CREATE FUNCTION snowflake_lt(@extschema@.snowflake, bigint) RETURNS boolean
-AS 'int8lt' LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+AS 'MODULE_PATHNAME', 'snowflake_int8lt' LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
 CREATE FUNCTION snowflake_le(@extschema@.snowflake, bigint) RETURNS boolean
-AS 'int8le' LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+AS 'MODULE_PATHNAME', 'snowflake_int8le' LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
 CREATE FUNCTION snowflake_gt(@extschema@.snowflake, bigint) RETURNS boolean
-AS 'int8gt' LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+AS 'MODULE_PATHNAME', 'snowflake_int8gt' LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
 CREATE FUNCTION snowflake_ge(@extschema@.snowflake, bigint) RETURNS boolean
-AS 'int8ge' LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+AS 'MODULE_PATHNAME', 'snowflake_int8ge' LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
 CREATE FUNCTION snowflake_cmp(@extschema@.snowflake, bigint) RETURNS integer
-AS 'btint8cmp' LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+AS 'MODULE_PATHNAME', 'snowflake_btint8cmp' LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
 
 CREATE FUNCTION snowflake_eq(bigint, @extschema@.snowflake) RETURNS boolean
-AS 'int8eq' LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+AS 'MODULE_PATHNAME', 'snowflake_int8eq' LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
 CREATE FUNCTION snowflake_ne(bigint, @extschema@.snowflake) RETURNS boolean
-AS 'int8ne' LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+AS 'MODULE_PATHNAME', 'snowflake_int8ne' LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
 CREATE FUNCTION snowflake_lt(bigint, @extschema@.snowflake) RETURNS boolean
-AS 'int8lt' LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+AS 'MODULE_PATHNAME', 'snowflake_int8lt' LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
 CREATE FUNCTION snowflake_le(bigint, @extschema@.snowflake) RETURNS boolean
-AS 'int8le' LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+AS 'MODULE_PATHNAME', 'snowflake_int8le' LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
 CREATE FUNCTION snowflake_gt(bigint, @extschema@.snowflake) RETURNS boolean
-AS 'int8gt' LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+AS 'MODULE_PATHNAME', 'snowflake_int8gt' LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
 CREATE FUNCTION snowflake_ge(bigint, @extschema@.snowflake) RETURNS boolean
-AS 'int8ge' LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+AS 'MODULE_PATHNAME', 'snowflake_int8ge' LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
 CREATE FUNCTION snowflake_cmp(bigint, @extschema@.snowflake) RETURNS integer
-AS 'btint8cmp' LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+AS 'MODULE_PATHNAME', 'snowflake_btint8cmp' LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
 
 CREATE FUNCTION snowflake_eq(@extschema@.snowflake, integer) RETURNS boolean
-AS 'int84eq' LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+AS 'MODULE_PATHNAME', 'snowflake_int84eq' LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
 CREATE FUNCTION snowflake_ne(@extschema@.snowflake, integer) RETURNS boolean
-AS 'int84ne' LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+AS 'MODULE_PATHNAME', 'snowflake_int84ne' LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
 CREATE FUNCTION snowflake_lt(@extschema@.snowflake, integer) RETURNS boolean
-AS 'int84lt' LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+AS 'MODULE_PATHNAME', 'snowflake_int84lt' LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
 CREATE FUNCTION snowflake_le(@extschema@.snowflake, integer) RETURNS boolean
-AS 'int84le' LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+AS 'MODULE_PATHNAME', 'snowflake_int84le' LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
 CREATE FUNCTION snowflake_gt(@extschema@.snowflake, integer) RETURNS boolean
-AS 'int84gt' LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+AS 'MODULE_PATHNAME', 'snowflake_int84gt' LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
 CREATE FUNCTION snowflake_ge(@extschema@.snowflake, integer) RETURNS boolean
-AS 'int84ge' LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+AS 'MODULE_PATHNAME', 'snowflake_int84ge' LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
 CREATE FUNCTION snowflake_cmp(@extschema@.snowflake, integer) RETURNS integer
-AS 'btint84cmp' LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+AS 'MODULE_PATHNAME', 'snowflake_btint84cmp' LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
 
 CREATE FUNCTION snowflake_eq(integer, @extschema@.snowflake) RETURNS boolean
-AS 'int48eq' LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+AS 'MODULE_PATHNAME', 'snowflake_int48eq' LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
 CREATE FUNCTION snowflake_ne(integer, @extschema@.snowflake) RETURNS boolean
-AS 'int48ne' LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+AS 'MODULE_PATHNAME', 'snowflake_int48ne' LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
 CREATE FUNCTION snowflake_lt(integer, @extschema@.snowflake) RETURNS boolean
-AS 'int48lt' LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+AS 'MODULE_PATHNAME', 'snowflake_int48lt' LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
 CREATE FUNCTION snowflake_le(integer, @extschema@.snowflake) RETURNS boolean
-AS 'int48le' LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+AS 'MODULE_PATHNAME', 'snowflake_int48le' LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
 CREATE FUNCTION snowflake_gt(integer, @extschema@.snowflake) RETURNS boolean
-AS 'int48gt' LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+AS 'MODULE_PATHNAME', 'snowflake_int48gt' LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
 CREATE FUNCTION snowflake_ge(integer, @extschema@.snowflake) RETURNS boolean
-AS 'int48ge' LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+AS 'MODULE_PATHNAME', 'snowflake_int48ge' LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
 CREATE FUNCTION snowflake_cmp(integer, @extschema@.snowflake) RETURNS integer
-AS 'btint48cmp' LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+AS 'MODULE_PATHNAME', 'snowflake_btint48cmp' LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
 
 CREATE FUNCTION snowflake_eq(@extschema@.snowflake, smallint) RETURNS boolean
-AS 'int82eq' LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+AS 'MODULE_PATHNAME', 'snowflake_int82eq' LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
 CREATE FUNCTION snowflake_ne(@extschema@.snowflake, smallint) RETURNS boolean
-AS 'int82ne' LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+AS 'MODULE_PATHNAME', 'snowflake_int82ne' LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
 CREATE FUNCTION snowflake_lt(@extschema@.snowflake, smallint) RETURNS boolean
-AS 'int82lt' LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+AS 'MODULE_PATHNAME', 'snowflake_int82lt' LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
 CREATE FUNCTION snowflake_le(@extschema@.snowflake, smallint) RETURNS boolean
-AS 'int82le' LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+AS 'MODULE_PATHNAME', 'snowflake_int82le' LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
 CREATE FUNCTION snowflake_gt(@extschema@.snowflake, smallint) RETURNS boolean
-AS 'int82gt' LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+AS 'MODULE_PATHNAME', 'snowflake_int82gt' LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
 CREATE FUNCTION snowflake_ge(@extschema@.snowflake, smallint) RETURNS boolean
-AS 'int82ge' LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+AS 'MODULE_PATHNAME', 'snowflake_int82ge' LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
 CREATE FUNCTION snowflake_cmp(@extschema@.snowflake, smallint) RETURNS integer
-AS 'btint82cmp' LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+AS 'MODULE_PATHNAME', 'snowflake_btint82cmp' LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
 
 CREATE FUNCTION snowflake_eq(smallint, @extschema@.snowflake) RETURNS boolean
-AS 'int28eq' LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+AS 'MODULE_PATHNAME', 'snowflake_int28eq' LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
 CREATE FUNCTION snowflake_ne(smallint, @extschema@.snowflake) RETURNS boolean
-AS 'int28ne' LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+AS 'MODULE_PATHNAME', 'snowflake_int28ne' LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
 CREATE FUNCTION snowflake_lt(smallint, @extschema@.snowflake) RETURNS boolean
-AS 'int28lt' LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+AS 'MODULE_PATHNAME', 'snowflake_int28lt' LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
 CREATE FUNCTION snowflake_le(smallint, @extschema@.snowflake) RETURNS boolean
-AS 'int28le' LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+AS 'MODULE_PATHNAME', 'snowflake_int28le' LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
 CREATE FUNCTION snowflake_gt(smallint, @extschema@.snowflake) RETURNS boolean
-AS 'int28gt' LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+AS 'MODULE_PATHNAME', 'snowflake_int28gt' LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
 CREATE FUNCTION snowflake_ge(smallint, @extschema@.snowflake) RETURNS boolean
-AS 'int28ge' LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+AS 'MODULE_PATHNAME', 'snowflake_int28ge' LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
 CREATE FUNCTION snowflake_cmp(smallint, @extschema@.snowflake) RETURNS integer
-AS 'btint28cmp' LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+AS 'MODULE_PATHNAME', 'snowflake_btint28cmp' LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
 
 -- Operators: = <> < <= > >= between snowflake and snowflake, bigint, integer, smallint (both
 -- orders), so that comparisons with integer values and literals need no cast and use an index.
@@ -1277,11 +1282,11 @@ CREATE OPERATOR >= (
 -- Support functions of the operator classes.
 
 CREATE FUNCTION snowflake_sortsupport(internal) RETURNS void
-AS 'btint8sortsupport' LANGUAGE internal IMMUTABLE STRICT PARALLEL SAFE;
+AS 'MODULE_PATHNAME', 'snowflake_btint8sortsupport' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 CREATE FUNCTION snowflake_hash(@extschema@.snowflake) RETURNS integer
-AS 'hashint8' LANGUAGE internal IMMUTABLE STRICT PARALLEL SAFE;
+AS 'MODULE_PATHNAME', 'snowflake_hashint8' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 CREATE FUNCTION snowflake_hash_extended(@extschema@.snowflake, bigint) RETURNS bigint
-AS 'hashint8extended' LANGUAGE internal IMMUTABLE STRICT PARALLEL SAFE;
+AS 'MODULE_PATHNAME', 'snowflake_hashint8extended' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 
 -- btree: one family for snowflake, bigint, integer and smallint. It holds PostgreSQL's own
 -- integer operators too, so that it is complete (amvalidate), a foreign key from a bigint column
@@ -1468,9 +1473,9 @@ ALTER OPERATOR FAMILY snowflake_minmax_ops USING brin ADD
 -- min() and max() that return a snowflake (and use a btree index), so their JSON is a string too.
 
 CREATE FUNCTION snowflake_larger(@extschema@.snowflake, @extschema@.snowflake) RETURNS @extschema@.snowflake
-AS 'int8larger' LANGUAGE internal IMMUTABLE STRICT PARALLEL SAFE;
+AS 'MODULE_PATHNAME', 'snowflake_int8larger' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 CREATE FUNCTION snowflake_smaller(@extschema@.snowflake, @extschema@.snowflake) RETURNS @extschema@.snowflake
-AS 'int8smaller' LANGUAGE internal IMMUTABLE STRICT PARALLEL SAFE;
+AS 'MODULE_PATHNAME', 'snowflake_int8smaller' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 
 CREATE AGGREGATE max(@extschema@.snowflake) (
     SFUNC = @extschema@.snowflake_larger, STYPE = @extschema@.snowflake,

@@ -31,6 +31,9 @@ SELECT to_json(ARRAY[1724551110457221119, 5]::snowflake[]) AS array_of_ids;
 SELECT jsonb_typeof(to_jsonb(id)) AS snowflake_json, jsonb_typeof(to_jsonb(id::bigint)) AS bigint_json
 FROM t WHERE id = 5;
 SELECT jsonb_build_object('newest', max(id), 'oldest', min(id)) FROM t WHERE name NOT LIKE 'generated%';
+-- a domain over bigint would not do: JSON looks through domains
+CREATE DOMAIN id_domain AS bigint;
+SELECT to_json(1724551110457221119::id_domain) AS domain_json, to_json(1724551110457221119::snowflake) AS type_json;
 
 -- ... and reads back: ->> then a cast, or populate_record from a string (or a legacy number)
 SELECT ('{"id": "1724551110457221119"}'::json ->> 'id')::snowflake AS from_json;
@@ -153,6 +156,25 @@ INSERT INTO child_b VALUES (6);
 INSERT INTO child_of_b VALUES (6);
 DELETE FROM t WHERE id = 5;
 SELECT conrelid::regclass, pg_get_constraintdef(oid) FROM pg_constraint WHERE contype = 'f' ORDER BY 1;
+
+-- partitioning: by range on snowflake_min_id() bounds (pruned for a time range), and by hash
+CREATE TABLE logs (id snowflake NOT NULL, line text) PARTITION BY RANGE (id);
+CREATE TABLE logs_2023 PARTITION OF logs
+    FOR VALUES FROM (snowflake_min_id('2023-01-01 00:00:00+00')) TO (snowflake_min_id('2024-01-01 00:00:00+00'));
+CREATE TABLE logs_2024 PARTITION OF logs
+    FOR VALUES FROM (snowflake_min_id('2024-01-01 00:00:00+00')) TO (snowflake_min_id('2025-01-01 00:00:00+00'));
+INSERT INTO logs VALUES (1724551110457221119, 'worked example'),
+                        (snowflake_encode('2024-06-01 00:00:00+00'::timestamptz, 1, 1, 0), 'mid 2024');
+SELECT tableoid::regclass, line FROM logs ORDER BY id;
+EXPLAIN (COSTS OFF) SELECT line FROM logs
+WHERE id BETWEEN snowflake_min_id('2024-05-01 00:00:00+00') AND snowflake_max_id('2024-07-01 00:00:00+00');
+CREATE TABLE hlogs (id snowflake NOT NULL) PARTITION BY HASH (id);
+CREATE TABLE hlogs_0 PARTITION OF hlogs FOR VALUES WITH (MODULUS 2, REMAINDER 0);
+CREATE TABLE hlogs_1 PARTITION OF hlogs FOR VALUES WITH (MODULUS 2, REMAINDER 1);
+INSERT INTO hlogs SELECT id FROM t;
+SELECT count(*) = (SELECT count(*) FROM t) AS all_rows, count(DISTINCT tableoid) AS partitions_used FROM hlogs;
+EXPLAIN (COSTS OFF) SELECT * FROM hlogs WHERE id = 1724551110457221119;
+SELECT tableoid::regclass AS pruned_to_the_right_partition FROM hlogs WHERE id = 1724551110457221119;
 
 -- a bigint column becomes a snowflake without rewriting the table (its indexes are rebuilt)
 CREATE TABLE conv (id bigint PRIMARY KEY);
