@@ -14,6 +14,7 @@ OBJS = \
 	src/worker.o \
 	src/wal.o \
 	src/registry.o \
+	src/type.o \
 	src/functions.o
 
 DATA = $(wildcard sql/$(EXTENSION)--*.sql)

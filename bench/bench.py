@@ -310,6 +310,9 @@ def measure():
         if sess:
             sess.conn.close()
 
+    if have_sf:
+        measure_type(res, add)
+
     # Phase C: pgbench, every script at every client count, interleaved per repetition.
     scripts = {k: v for k, v in PGBENCH_SCRIPTS.items() if have_sf or k != "snowflake"}
     paths = {}
@@ -361,6 +364,90 @@ def measure():
 
     (RAW / "results.json").write_text(json.dumps(res, indent=1))
     log(f"measured in {res['finished'] - res['started']:.0f} s; raw figures in {RAW / 'results.json'}")
+
+
+# Issue 11: the snowflake column type against bigint, the same IDs in the same order.
+TYPE_STATEMENTS = [
+    # key, session, statement ({T}: the table of that type), label
+    ("ty_idx_big", "build", "CREATE INDEX ty_build ON ty_big (id)", "CREATE INDEX, bigint"),
+    ("ty_idx_sf", "build", "CREATE INDEX ty_build ON ty_sf (id)", "CREATE INDEX, snowflake"),
+    ("ty_eq_big", "nestloop", "SELECT count(*) FROM ty_probe_big p JOIN ty_big t ON t.id = p.id",
+     "equality lookups through the index, bigint = bigint"),
+    ("ty_eq_sf", "nestloop", "SELECT count(*) FROM ty_probe_sf p JOIN ty_sf t ON t.id = p.id",
+     "equality lookups through the index, snowflake = snowflake"),
+    ("ty_eq_cross", "nestloop", "SELECT count(*) FROM ty_probe_big p JOIN ty_sf t ON t.id = p.id",
+     "equality lookups through the index, snowflake = bigint"),
+    ("ty_hj_big", "hashjoin", "SELECT count(*) FROM ty_big a JOIN ty_big b ON a.id = b.id", "hash join, bigint"),
+    ("ty_hj_sf", "hashjoin", "SELECT count(*) FROM ty_sf a JOIN ty_sf b ON a.id = b.id", "hash join, snowflake"),
+    ("ty_mj_big", "mergejoin", "SELECT count(*) FROM ty_big a JOIN ty_big b ON a.id = b.id", "merge join on the indexes, bigint"),
+    ("ty_mj_sf", "mergejoin", "SELECT count(*) FROM ty_sf a JOIN ty_sf b ON a.id = b.id", "merge join on the indexes, snowflake"),
+    # The JSON the type exists for, against the same text made from a bigint by hand.
+    ("ty_json_big", "json", "SELECT length(json_agg(id::text)::text) FROM ty_big", "json_agg(id::text), bigint"),
+    ("ty_json_sf", "json", "SELECT length(json_agg(id)::text) FROM ty_sf", "json_agg(id), snowflake (the same text)"),
+    ("ty_rowjson_big", "json", "SELECT sum(length(row_to_json(t)::text)) FROM (SELECT id::text AS id FROM ty_big) t",
+     "row_to_json(t) per row, bigint as id::text"),
+    ("ty_rowjson_sf", "json", "SELECT sum(length(row_to_json(t)::text)) FROM ty_sf t", "row_to_json(t) per row, snowflake"),
+]
+# What each statement must run as, checked with EXPLAIN before timing (a wrong plan is no comparison).
+TYPE_PLAN = {"build": None, "json": None, "nestloop": "Index Only Scan", "hashjoin": "Hash Join", "mergejoin": "Merge Join"}
+
+
+def measure_type(res, add):
+    """Phase D: index build, equality lookups and joins, snowflake against bigint, side by side."""
+    setup = Session("type setup")
+    n_probe = max(100, N_ROWS // 10)
+    for sql in (
+        "CREATE TABLE ty_big AS SELECT id FROM ids ORDER BY md5(id::text)",   # a fixed shuffle
+        "CREATE TABLE ty_sf AS SELECT id::snowflake AS id FROM ty_big",
+        "CREATE UNIQUE INDEX ty_big_key ON ty_big (id)",
+        "CREATE UNIQUE INDEX ty_sf_key ON ty_sf (id)",
+        f"CREATE TABLE ty_probe_big AS SELECT id FROM ty_big ORDER BY md5(id::text || 'p') LIMIT {n_probe}",
+        "CREATE TABLE ty_probe_sf AS SELECT id::snowflake AS id FROM ty_probe_big",
+        "VACUUM ANALYZE ty_big, ty_sf, ty_probe_big, ty_probe_sf",
+    ):
+        setup.conn.execute(sql)
+    # One session per kind of plan; no parallel workers, so both types get one CPU.
+    noparallel = ("SET max_parallel_workers_per_gather = 0", "SET max_parallel_maintenance_workers = 0")
+    sessions = {
+        "build": Session("type build", *noparallel),
+        "json": Session("type json", *noparallel),
+        "nestloop": Session("type nestloop", *noparallel, "SET enable_hashjoin = off", "SET enable_mergejoin = off",
+                            "SET enable_seqscan = off"),
+        "hashjoin": Session("type hashjoin", *noparallel, "SET enable_mergejoin = off", "SET enable_nestloop = off"),
+        "mergejoin": Session("type mergejoin", *noparallel, "SET enable_hashjoin = off", "SET enable_nestloop = off",
+                             "SET enable_sort = off"),
+    }
+    res["type_plans"] = {}
+    for key, kind, sql, _ in TYPE_STATEMENTS:
+        if TYPE_PLAN[kind]:
+            plan = "\n".join(r[0] for r in sessions[kind].conn.execute("EXPLAIN (COSTS OFF) " + sql).fetchall())
+            res["type_plans"][key] = plan
+            if TYPE_PLAN[kind] not in plan:
+                res["notes"].append(f"{key}: expected a {TYPE_PLAN[kind]}, got: {plan}")
+    res["type_n_rows"], res["type_n_probe"] = N_ROWS, n_probe
+    res["type_queries"] = {k: q for k, _, q, _ in TYPE_STATEMENTS}
+    log(f"phase D: snowflake type vs bigint, {len(TYPE_STATEMENTS)} statements x {REPS} repetitions (+1 warm-up)")
+    counts = {}
+    for rep in range(REPS + 1):
+        order = TYPE_STATEMENTS[rep % len(TYPE_STATEMENTS):] + TYPE_STATEMENTS[:rep % len(TYPE_STATEMENTS)]
+        for key, kind, sql, _ in order:
+            sess = sessions[kind]
+            wall, cpu_s, workers_s, row = sess.timed(sql)
+            if kind == "build":
+                sess.conn.execute("DROP INDEX ty_build")
+            else:
+                counts.setdefault(key, set()).add(row[0])
+            if rep > 0:
+                add(key, wall, cpu_s, workers_s)
+    # Same answers from both types, or the comparison is void.
+    res["type_counts"] = {k: sorted(v) for k, v in counts.items()}
+    c = res["type_counts"]
+    for group in (("ty_eq_big", "ty_eq_sf", "ty_eq_cross"), ("ty_hj_big", "ty_hj_sf"), ("ty_mj_big", "ty_mj_sf"),
+                  ("ty_json_big", "ty_json_sf"), ("ty_rowjson_big", "ty_rowjson_sf")):
+        if len({tuple(c.get(k, [])) for k in group}) != 1:
+            res["notes"].append(f"snowflake and bigint disagree: {[(k, c.get(k)) for k in group]}")
+    for sess in list(sessions.values()) + [setup]:
+        sess.conn.close()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -502,6 +589,17 @@ def report():
           ratio(CA.get("dec_fld_c"), CA.get("dec_fld_sql")))
     check(6, f"snowflake_next_n({n_rows:,}) rate / single snowflake_next() rate (both with a lead)", ratio(rate("sf_next_n_1m", n_rows), rate("sf_single_1m", n_rows)), ">=", 1.0,
           ratio(crate("sf_next_n_1m", n_rows), crate("sf_single_1m", n_rows)))
+    # Issue 11: the snowflake type is no slower than bigint (5% is the noise of one run here).
+    for what, a, b in (("CREATE INDEX", "ty_idx_sf", "ty_idx_big"),
+                       ("equality lookups (snowflake = snowflake)", "ty_eq_sf", "ty_eq_big"),
+                       ("equality lookups (snowflake = bigint)", "ty_eq_cross", "ty_eq_big"),
+                       ("hash join", "ty_hj_sf", "ty_hj_big"),
+                       ("merge join", "ty_mj_sf", "ty_mj_big"),
+                       ("json_agg(id) / json_agg(id::text) of a bigint", "ty_json_sf", "ty_json_big"),
+                       ("row_to_json() / the same of id::text of a bigint", "ty_rowjson_sf", "ty_rowjson_big")):
+        if res.get("have_snowflake"):
+            check(7, f"snowflake type / bigint, {what}: time", ratio(T.get(a), T.get(b)), "<=", 1.05,
+                  ratio(CA.get(a), CA.get(b)))
 
     def verdict(ok):
         if ok is None:
@@ -542,6 +640,8 @@ def report():
         ("4 extractors (unix_ms, datacenter_id, machine_id, sequence)", n_rows, "dec_fld_c"),
         ("plain SQL: the same 4 bit expressions", n_rows, "dec_fld_sql"),
     ]
+    tn, tp = res.get("type_n_rows", n_rows), res.get("type_n_probe", 0)
+    figs += [(label, tp if "lookups" in label else tn, key) for key, _, _, label in TYPE_STATEMENTS]
     fig_rows = [(label, f"{n:,}", ms(key), mrate(key, n), cpu_pct(key), len(res["t"].get(key, [])))
                 for label, n, key in figs if key in res["t"]]
 

@@ -924,6 +924,570 @@ COMMENT ON FUNCTION snowflake_migrate_column(regclass, name, regtype) IS
 
 -- ==== type: the snowflake column type (README "The snowflake type") ====
 
+-- The snowflake type: a bigint in storage (8 bytes, passed by value, aligned like int8), in
+-- text and binary I/O, in comparisons and indexes, whose JSON form is a string.
+--
+-- Every function below is PostgreSQL's own int8 function, called by a C function of ours that
+-- passes the call on unchanged (src/type.c): nothing of ours decides how a snowflake is read,
+-- written, compared or hashed. (Not LANGUAGE internal aliases of the int8 functions: fmgr finds
+-- an alias by a linear search of every built-in function each time it looks one up, which
+-- json_agg() and to_json() do once per row, making them 9x slower.)
+--
+-- json_categorize_type() gives a non-built-in base type without a cast to json the category
+-- "other", so to_json(), to_jsonb(), row_to_json(), json_agg() and jsonb_build_object() print its
+-- output function's text as a JSON string. A domain over bigint would not do that: domains are
+-- looked through to their base type.
+--
+-- Casts: snowflake -> bigint is binary-coercible and implicit, so every function that takes a
+-- bigint (every decode function) takes a snowflake; bigint -> snowflake is binary-coercible and
+-- by assignment, so INSERT ... VALUES (1724551110457221119) and DEFAULT snowflake_next() store
+-- into a snowflake column. Arithmetic (id + 1) therefore gives a bigint: the type itself has
+-- no arithmetic operators. Text casts are PostgreSQL's automatic I/O conversion casts.
+
+CREATE TYPE snowflake;
+
+CREATE FUNCTION snowflake_in(cstring) RETURNS @extschema@.snowflake
+AS 'MODULE_PATHNAME', 'snowflake_int8in' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION snowflake_out(@extschema@.snowflake) RETURNS cstring
+AS 'MODULE_PATHNAME', 'snowflake_int8out' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION snowflake_recv(internal) RETURNS @extschema@.snowflake
+AS 'MODULE_PATHNAME', 'snowflake_int8recv' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION snowflake_send(@extschema@.snowflake) RETURNS bytea
+AS 'MODULE_PATHNAME', 'snowflake_int8send' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE TYPE snowflake (
+    INPUT = @extschema@.snowflake_in,
+    OUTPUT = @extschema@.snowflake_out,
+    RECEIVE = @extschema@.snowflake_recv,
+    SEND = @extschema@.snowflake_send,
+    LIKE = pg_catalog.int8,
+    CATEGORY = 'N'
+);
+
+COMMENT ON TYPE snowflake IS
+'a Snowflake ID: a bigint whose JSON form is a string of its decimal digits';
+
+-- Casts.
+
+CREATE CAST (@extschema@.snowflake AS bigint) WITHOUT FUNCTION AS IMPLICIT;
+CREATE CAST (bigint AS @extschema@.snowflake) WITHOUT FUNCTION AS ASSIGNMENT;
+
+CREATE FUNCTION snowflake(integer) RETURNS @extschema@.snowflake
+AS 'MODULE_PATHNAME', 'snowflake_int48' LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+CREATE FUNCTION snowflake(smallint) RETURNS @extschema@.snowflake
+AS 'MODULE_PATHNAME', 'snowflake_int28' LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+CREATE FUNCTION snowflake(numeric) RETURNS @extschema@.snowflake
+AS 'MODULE_PATHNAME', 'snowflake_numeric_int8' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION snowflake_numeric(@extschema@.snowflake) RETURNS numeric
+AS 'MODULE_PATHNAME', 'snowflake_int8_numeric' LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+
+COMMENT ON FUNCTION snowflake(integer) IS 'the cast from integer to snowflake';
+COMMENT ON FUNCTION snowflake(smallint) IS 'the cast from smallint to snowflake';
+COMMENT ON FUNCTION snowflake(numeric) IS 'the cast from numeric to snowflake (rounds, like numeric to bigint)';
+COMMENT ON FUNCTION snowflake_numeric(@extschema@.snowflake) IS 'the cast from snowflake to numeric';
+
+CREATE CAST (integer AS @extschema@.snowflake) WITH FUNCTION @extschema@.snowflake(integer) AS ASSIGNMENT;
+CREATE CAST (smallint AS @extschema@.snowflake) WITH FUNCTION @extschema@.snowflake(smallint) AS ASSIGNMENT;
+CREATE CAST (numeric AS @extschema@.snowflake) WITH FUNCTION @extschema@.snowflake(numeric) AS ASSIGNMENT;
+CREATE CAST (@extschema@.snowflake AS numeric) WITH FUNCTION @extschema@.snowflake_numeric(@extschema@.snowflake) AS ASSIGNMENT;
+
+-- Comparison functions: int8's own, one per pair of argument types.
+-- LEAKPROOF like the int8 functions they wrap, so row-level security and security-barrier views
+-- can still use an index on a snowflake column.
+
+CREATE FUNCTION snowflake_eq(@extschema@.snowflake, @extschema@.snowflake) RETURNS boolean
+AS 'MODULE_PATHNAME', 'snowflake_int8eq' LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+CREATE FUNCTION snowflake_ne(@extschema@.snowflake, @extschema@.snowflake) RETURNS boolean
+AS 'MODULE_PATHNAME', 'snowflake_int8ne' LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+CREATE FUNCTION snowflake_lt(@extschema@.snowflake, @extschema@.snowflake) RETURNS boolean
+AS 'MODULE_PATHNAME', 'snowflake_int8lt' LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+CREATE FUNCTION snowflake_le(@extschema@.snowflake, @extschema@.snowflake) RETURNS boolean
+AS 'MODULE_PATHNAME', 'snowflake_int8le' LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+CREATE FUNCTION snowflake_gt(@extschema@.snowflake, @extschema@.snowflake) RETURNS boolean
+AS 'MODULE_PATHNAME', 'snowflake_int8gt' LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+CREATE FUNCTION snowflake_ge(@extschema@.snowflake, @extschema@.snowflake) RETURNS boolean
+AS 'MODULE_PATHNAME', 'snowflake_int8ge' LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+CREATE FUNCTION snowflake_cmp(@extschema@.snowflake, @extschema@.snowflake) RETURNS integer
+AS 'MODULE_PATHNAME', 'snowflake_btint8cmp' LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+
+CREATE FUNCTION snowflake_eq(@extschema@.snowflake, bigint) RETURNS boolean
+AS 'MODULE_PATHNAME', 'snowflake_int8eq' LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+CREATE FUNCTION snowflake_ne(@extschema@.snowflake, bigint) RETURNS boolean
+AS 'MODULE_PATHNAME', 'snowflake_int8ne' LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+CREATE FUNCTION snowflake_lt(@extschema@.snowflake, bigint) RETURNS boolean
+AS 'MODULE_PATHNAME', 'snowflake_int8lt' LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+CREATE FUNCTION snowflake_le(@extschema@.snowflake, bigint) RETURNS boolean
+AS 'MODULE_PATHNAME', 'snowflake_int8le' LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+CREATE FUNCTION snowflake_gt(@extschema@.snowflake, bigint) RETURNS boolean
+AS 'MODULE_PATHNAME', 'snowflake_int8gt' LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+CREATE FUNCTION snowflake_ge(@extschema@.snowflake, bigint) RETURNS boolean
+AS 'MODULE_PATHNAME', 'snowflake_int8ge' LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+CREATE FUNCTION snowflake_cmp(@extschema@.snowflake, bigint) RETURNS integer
+AS 'MODULE_PATHNAME', 'snowflake_btint8cmp' LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+
+CREATE FUNCTION snowflake_eq(bigint, @extschema@.snowflake) RETURNS boolean
+AS 'MODULE_PATHNAME', 'snowflake_int8eq' LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+CREATE FUNCTION snowflake_ne(bigint, @extschema@.snowflake) RETURNS boolean
+AS 'MODULE_PATHNAME', 'snowflake_int8ne' LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+CREATE FUNCTION snowflake_lt(bigint, @extschema@.snowflake) RETURNS boolean
+AS 'MODULE_PATHNAME', 'snowflake_int8lt' LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+CREATE FUNCTION snowflake_le(bigint, @extschema@.snowflake) RETURNS boolean
+AS 'MODULE_PATHNAME', 'snowflake_int8le' LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+CREATE FUNCTION snowflake_gt(bigint, @extschema@.snowflake) RETURNS boolean
+AS 'MODULE_PATHNAME', 'snowflake_int8gt' LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+CREATE FUNCTION snowflake_ge(bigint, @extschema@.snowflake) RETURNS boolean
+AS 'MODULE_PATHNAME', 'snowflake_int8ge' LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+CREATE FUNCTION snowflake_cmp(bigint, @extschema@.snowflake) RETURNS integer
+AS 'MODULE_PATHNAME', 'snowflake_btint8cmp' LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+
+CREATE FUNCTION snowflake_eq(@extschema@.snowflake, integer) RETURNS boolean
+AS 'MODULE_PATHNAME', 'snowflake_int84eq' LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+CREATE FUNCTION snowflake_ne(@extschema@.snowflake, integer) RETURNS boolean
+AS 'MODULE_PATHNAME', 'snowflake_int84ne' LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+CREATE FUNCTION snowflake_lt(@extschema@.snowflake, integer) RETURNS boolean
+AS 'MODULE_PATHNAME', 'snowflake_int84lt' LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+CREATE FUNCTION snowflake_le(@extschema@.snowflake, integer) RETURNS boolean
+AS 'MODULE_PATHNAME', 'snowflake_int84le' LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+CREATE FUNCTION snowflake_gt(@extschema@.snowflake, integer) RETURNS boolean
+AS 'MODULE_PATHNAME', 'snowflake_int84gt' LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+CREATE FUNCTION snowflake_ge(@extschema@.snowflake, integer) RETURNS boolean
+AS 'MODULE_PATHNAME', 'snowflake_int84ge' LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+CREATE FUNCTION snowflake_cmp(@extschema@.snowflake, integer) RETURNS integer
+AS 'MODULE_PATHNAME', 'snowflake_btint84cmp' LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+
+CREATE FUNCTION snowflake_eq(integer, @extschema@.snowflake) RETURNS boolean
+AS 'MODULE_PATHNAME', 'snowflake_int48eq' LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+CREATE FUNCTION snowflake_ne(integer, @extschema@.snowflake) RETURNS boolean
+AS 'MODULE_PATHNAME', 'snowflake_int48ne' LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+CREATE FUNCTION snowflake_lt(integer, @extschema@.snowflake) RETURNS boolean
+AS 'MODULE_PATHNAME', 'snowflake_int48lt' LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+CREATE FUNCTION snowflake_le(integer, @extschema@.snowflake) RETURNS boolean
+AS 'MODULE_PATHNAME', 'snowflake_int48le' LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+CREATE FUNCTION snowflake_gt(integer, @extschema@.snowflake) RETURNS boolean
+AS 'MODULE_PATHNAME', 'snowflake_int48gt' LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+CREATE FUNCTION snowflake_ge(integer, @extschema@.snowflake) RETURNS boolean
+AS 'MODULE_PATHNAME', 'snowflake_int48ge' LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+CREATE FUNCTION snowflake_cmp(integer, @extschema@.snowflake) RETURNS integer
+AS 'MODULE_PATHNAME', 'snowflake_btint48cmp' LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+
+CREATE FUNCTION snowflake_eq(@extschema@.snowflake, smallint) RETURNS boolean
+AS 'MODULE_PATHNAME', 'snowflake_int82eq' LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+CREATE FUNCTION snowflake_ne(@extschema@.snowflake, smallint) RETURNS boolean
+AS 'MODULE_PATHNAME', 'snowflake_int82ne' LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+CREATE FUNCTION snowflake_lt(@extschema@.snowflake, smallint) RETURNS boolean
+AS 'MODULE_PATHNAME', 'snowflake_int82lt' LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+CREATE FUNCTION snowflake_le(@extschema@.snowflake, smallint) RETURNS boolean
+AS 'MODULE_PATHNAME', 'snowflake_int82le' LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+CREATE FUNCTION snowflake_gt(@extschema@.snowflake, smallint) RETURNS boolean
+AS 'MODULE_PATHNAME', 'snowflake_int82gt' LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+CREATE FUNCTION snowflake_ge(@extschema@.snowflake, smallint) RETURNS boolean
+AS 'MODULE_PATHNAME', 'snowflake_int82ge' LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+CREATE FUNCTION snowflake_cmp(@extschema@.snowflake, smallint) RETURNS integer
+AS 'MODULE_PATHNAME', 'snowflake_btint82cmp' LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+
+CREATE FUNCTION snowflake_eq(smallint, @extschema@.snowflake) RETURNS boolean
+AS 'MODULE_PATHNAME', 'snowflake_int28eq' LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+CREATE FUNCTION snowflake_ne(smallint, @extschema@.snowflake) RETURNS boolean
+AS 'MODULE_PATHNAME', 'snowflake_int28ne' LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+CREATE FUNCTION snowflake_lt(smallint, @extschema@.snowflake) RETURNS boolean
+AS 'MODULE_PATHNAME', 'snowflake_int28lt' LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+CREATE FUNCTION snowflake_le(smallint, @extschema@.snowflake) RETURNS boolean
+AS 'MODULE_PATHNAME', 'snowflake_int28le' LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+CREATE FUNCTION snowflake_gt(smallint, @extschema@.snowflake) RETURNS boolean
+AS 'MODULE_PATHNAME', 'snowflake_int28gt' LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+CREATE FUNCTION snowflake_ge(smallint, @extschema@.snowflake) RETURNS boolean
+AS 'MODULE_PATHNAME', 'snowflake_int28ge' LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+CREATE FUNCTION snowflake_cmp(smallint, @extschema@.snowflake) RETURNS integer
+AS 'MODULE_PATHNAME', 'snowflake_btint28cmp' LANGUAGE C IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE;
+
+-- Operators: = <> < <= > >= between snowflake and snowflake, bigint, integer, smallint (both
+-- orders), so that comparisons with integer values and literals need no cast and use an index.
+-- No arithmetic operators.
+
+CREATE OPERATOR = (
+    LEFTARG = @extschema@.snowflake, RIGHTARG = @extschema@.snowflake, FUNCTION = snowflake_eq,
+    COMMUTATOR = OPERATOR(@extschema@.=), NEGATOR = OPERATOR(@extschema@.<>),
+    RESTRICT = pg_catalog.eqsel, JOIN = pg_catalog.eqjoinsel, HASHES, MERGES);
+CREATE OPERATOR <> (
+    LEFTARG = @extschema@.snowflake, RIGHTARG = @extschema@.snowflake, FUNCTION = snowflake_ne,
+    COMMUTATOR = OPERATOR(@extschema@.<>), NEGATOR = OPERATOR(@extschema@.=),
+    RESTRICT = pg_catalog.neqsel, JOIN = pg_catalog.neqjoinsel);
+CREATE OPERATOR < (
+    LEFTARG = @extschema@.snowflake, RIGHTARG = @extschema@.snowflake, FUNCTION = snowflake_lt,
+    COMMUTATOR = OPERATOR(@extschema@.>), NEGATOR = OPERATOR(@extschema@.>=),
+    RESTRICT = pg_catalog.scalarltsel, JOIN = pg_catalog.scalarltjoinsel);
+CREATE OPERATOR <= (
+    LEFTARG = @extschema@.snowflake, RIGHTARG = @extschema@.snowflake, FUNCTION = snowflake_le,
+    COMMUTATOR = OPERATOR(@extschema@.>=), NEGATOR = OPERATOR(@extschema@.>),
+    RESTRICT = pg_catalog.scalarlesel, JOIN = pg_catalog.scalarlejoinsel);
+CREATE OPERATOR > (
+    LEFTARG = @extschema@.snowflake, RIGHTARG = @extschema@.snowflake, FUNCTION = snowflake_gt,
+    COMMUTATOR = OPERATOR(@extschema@.<), NEGATOR = OPERATOR(@extschema@.<=),
+    RESTRICT = pg_catalog.scalargtsel, JOIN = pg_catalog.scalargtjoinsel);
+CREATE OPERATOR >= (
+    LEFTARG = @extschema@.snowflake, RIGHTARG = @extschema@.snowflake, FUNCTION = snowflake_ge,
+    COMMUTATOR = OPERATOR(@extschema@.<=), NEGATOR = OPERATOR(@extschema@.<),
+    RESTRICT = pg_catalog.scalargesel, JOIN = pg_catalog.scalargejoinsel);
+
+CREATE OPERATOR = (
+    LEFTARG = @extschema@.snowflake, RIGHTARG = bigint, FUNCTION = snowflake_eq,
+    COMMUTATOR = OPERATOR(@extschema@.=), NEGATOR = OPERATOR(@extschema@.<>),
+    RESTRICT = pg_catalog.eqsel, JOIN = pg_catalog.eqjoinsel, HASHES, MERGES);
+CREATE OPERATOR <> (
+    LEFTARG = @extschema@.snowflake, RIGHTARG = bigint, FUNCTION = snowflake_ne,
+    COMMUTATOR = OPERATOR(@extschema@.<>), NEGATOR = OPERATOR(@extschema@.=),
+    RESTRICT = pg_catalog.neqsel, JOIN = pg_catalog.neqjoinsel);
+CREATE OPERATOR < (
+    LEFTARG = @extschema@.snowflake, RIGHTARG = bigint, FUNCTION = snowflake_lt,
+    COMMUTATOR = OPERATOR(@extschema@.>), NEGATOR = OPERATOR(@extschema@.>=),
+    RESTRICT = pg_catalog.scalarltsel, JOIN = pg_catalog.scalarltjoinsel);
+CREATE OPERATOR <= (
+    LEFTARG = @extschema@.snowflake, RIGHTARG = bigint, FUNCTION = snowflake_le,
+    COMMUTATOR = OPERATOR(@extschema@.>=), NEGATOR = OPERATOR(@extschema@.>),
+    RESTRICT = pg_catalog.scalarlesel, JOIN = pg_catalog.scalarlejoinsel);
+CREATE OPERATOR > (
+    LEFTARG = @extschema@.snowflake, RIGHTARG = bigint, FUNCTION = snowflake_gt,
+    COMMUTATOR = OPERATOR(@extschema@.<), NEGATOR = OPERATOR(@extschema@.<=),
+    RESTRICT = pg_catalog.scalargtsel, JOIN = pg_catalog.scalargtjoinsel);
+CREATE OPERATOR >= (
+    LEFTARG = @extschema@.snowflake, RIGHTARG = bigint, FUNCTION = snowflake_ge,
+    COMMUTATOR = OPERATOR(@extschema@.<=), NEGATOR = OPERATOR(@extschema@.<),
+    RESTRICT = pg_catalog.scalargesel, JOIN = pg_catalog.scalargejoinsel);
+
+CREATE OPERATOR = (
+    LEFTARG = bigint, RIGHTARG = @extschema@.snowflake, FUNCTION = snowflake_eq,
+    COMMUTATOR = OPERATOR(@extschema@.=), NEGATOR = OPERATOR(@extschema@.<>),
+    RESTRICT = pg_catalog.eqsel, JOIN = pg_catalog.eqjoinsel, HASHES, MERGES);
+CREATE OPERATOR <> (
+    LEFTARG = bigint, RIGHTARG = @extschema@.snowflake, FUNCTION = snowflake_ne,
+    COMMUTATOR = OPERATOR(@extschema@.<>), NEGATOR = OPERATOR(@extschema@.=),
+    RESTRICT = pg_catalog.neqsel, JOIN = pg_catalog.neqjoinsel);
+CREATE OPERATOR < (
+    LEFTARG = bigint, RIGHTARG = @extschema@.snowflake, FUNCTION = snowflake_lt,
+    COMMUTATOR = OPERATOR(@extschema@.>), NEGATOR = OPERATOR(@extschema@.>=),
+    RESTRICT = pg_catalog.scalarltsel, JOIN = pg_catalog.scalarltjoinsel);
+CREATE OPERATOR <= (
+    LEFTARG = bigint, RIGHTARG = @extschema@.snowflake, FUNCTION = snowflake_le,
+    COMMUTATOR = OPERATOR(@extschema@.>=), NEGATOR = OPERATOR(@extschema@.>),
+    RESTRICT = pg_catalog.scalarlesel, JOIN = pg_catalog.scalarlejoinsel);
+CREATE OPERATOR > (
+    LEFTARG = bigint, RIGHTARG = @extschema@.snowflake, FUNCTION = snowflake_gt,
+    COMMUTATOR = OPERATOR(@extschema@.<), NEGATOR = OPERATOR(@extschema@.<=),
+    RESTRICT = pg_catalog.scalargtsel, JOIN = pg_catalog.scalargtjoinsel);
+CREATE OPERATOR >= (
+    LEFTARG = bigint, RIGHTARG = @extschema@.snowflake, FUNCTION = snowflake_ge,
+    COMMUTATOR = OPERATOR(@extschema@.<=), NEGATOR = OPERATOR(@extschema@.<),
+    RESTRICT = pg_catalog.scalargesel, JOIN = pg_catalog.scalargejoinsel);
+
+CREATE OPERATOR = (
+    LEFTARG = @extschema@.snowflake, RIGHTARG = integer, FUNCTION = snowflake_eq,
+    COMMUTATOR = OPERATOR(@extschema@.=), NEGATOR = OPERATOR(@extschema@.<>),
+    RESTRICT = pg_catalog.eqsel, JOIN = pg_catalog.eqjoinsel, HASHES, MERGES);
+CREATE OPERATOR <> (
+    LEFTARG = @extschema@.snowflake, RIGHTARG = integer, FUNCTION = snowflake_ne,
+    COMMUTATOR = OPERATOR(@extschema@.<>), NEGATOR = OPERATOR(@extschema@.=),
+    RESTRICT = pg_catalog.neqsel, JOIN = pg_catalog.neqjoinsel);
+CREATE OPERATOR < (
+    LEFTARG = @extschema@.snowflake, RIGHTARG = integer, FUNCTION = snowflake_lt,
+    COMMUTATOR = OPERATOR(@extschema@.>), NEGATOR = OPERATOR(@extschema@.>=),
+    RESTRICT = pg_catalog.scalarltsel, JOIN = pg_catalog.scalarltjoinsel);
+CREATE OPERATOR <= (
+    LEFTARG = @extschema@.snowflake, RIGHTARG = integer, FUNCTION = snowflake_le,
+    COMMUTATOR = OPERATOR(@extschema@.>=), NEGATOR = OPERATOR(@extschema@.>),
+    RESTRICT = pg_catalog.scalarlesel, JOIN = pg_catalog.scalarlejoinsel);
+CREATE OPERATOR > (
+    LEFTARG = @extschema@.snowflake, RIGHTARG = integer, FUNCTION = snowflake_gt,
+    COMMUTATOR = OPERATOR(@extschema@.<), NEGATOR = OPERATOR(@extschema@.<=),
+    RESTRICT = pg_catalog.scalargtsel, JOIN = pg_catalog.scalargtjoinsel);
+CREATE OPERATOR >= (
+    LEFTARG = @extschema@.snowflake, RIGHTARG = integer, FUNCTION = snowflake_ge,
+    COMMUTATOR = OPERATOR(@extschema@.<=), NEGATOR = OPERATOR(@extschema@.<),
+    RESTRICT = pg_catalog.scalargesel, JOIN = pg_catalog.scalargejoinsel);
+
+CREATE OPERATOR = (
+    LEFTARG = integer, RIGHTARG = @extschema@.snowflake, FUNCTION = snowflake_eq,
+    COMMUTATOR = OPERATOR(@extschema@.=), NEGATOR = OPERATOR(@extschema@.<>),
+    RESTRICT = pg_catalog.eqsel, JOIN = pg_catalog.eqjoinsel, HASHES, MERGES);
+CREATE OPERATOR <> (
+    LEFTARG = integer, RIGHTARG = @extschema@.snowflake, FUNCTION = snowflake_ne,
+    COMMUTATOR = OPERATOR(@extschema@.<>), NEGATOR = OPERATOR(@extschema@.=),
+    RESTRICT = pg_catalog.neqsel, JOIN = pg_catalog.neqjoinsel);
+CREATE OPERATOR < (
+    LEFTARG = integer, RIGHTARG = @extschema@.snowflake, FUNCTION = snowflake_lt,
+    COMMUTATOR = OPERATOR(@extschema@.>), NEGATOR = OPERATOR(@extschema@.>=),
+    RESTRICT = pg_catalog.scalarltsel, JOIN = pg_catalog.scalarltjoinsel);
+CREATE OPERATOR <= (
+    LEFTARG = integer, RIGHTARG = @extschema@.snowflake, FUNCTION = snowflake_le,
+    COMMUTATOR = OPERATOR(@extschema@.>=), NEGATOR = OPERATOR(@extschema@.>),
+    RESTRICT = pg_catalog.scalarlesel, JOIN = pg_catalog.scalarlejoinsel);
+CREATE OPERATOR > (
+    LEFTARG = integer, RIGHTARG = @extschema@.snowflake, FUNCTION = snowflake_gt,
+    COMMUTATOR = OPERATOR(@extschema@.<), NEGATOR = OPERATOR(@extschema@.<=),
+    RESTRICT = pg_catalog.scalargtsel, JOIN = pg_catalog.scalargtjoinsel);
+CREATE OPERATOR >= (
+    LEFTARG = integer, RIGHTARG = @extschema@.snowflake, FUNCTION = snowflake_ge,
+    COMMUTATOR = OPERATOR(@extschema@.<=), NEGATOR = OPERATOR(@extschema@.<),
+    RESTRICT = pg_catalog.scalargesel, JOIN = pg_catalog.scalargejoinsel);
+
+CREATE OPERATOR = (
+    LEFTARG = @extschema@.snowflake, RIGHTARG = smallint, FUNCTION = snowflake_eq,
+    COMMUTATOR = OPERATOR(@extschema@.=), NEGATOR = OPERATOR(@extschema@.<>),
+    RESTRICT = pg_catalog.eqsel, JOIN = pg_catalog.eqjoinsel, HASHES, MERGES);
+CREATE OPERATOR <> (
+    LEFTARG = @extschema@.snowflake, RIGHTARG = smallint, FUNCTION = snowflake_ne,
+    COMMUTATOR = OPERATOR(@extschema@.<>), NEGATOR = OPERATOR(@extschema@.=),
+    RESTRICT = pg_catalog.neqsel, JOIN = pg_catalog.neqjoinsel);
+CREATE OPERATOR < (
+    LEFTARG = @extschema@.snowflake, RIGHTARG = smallint, FUNCTION = snowflake_lt,
+    COMMUTATOR = OPERATOR(@extschema@.>), NEGATOR = OPERATOR(@extschema@.>=),
+    RESTRICT = pg_catalog.scalarltsel, JOIN = pg_catalog.scalarltjoinsel);
+CREATE OPERATOR <= (
+    LEFTARG = @extschema@.snowflake, RIGHTARG = smallint, FUNCTION = snowflake_le,
+    COMMUTATOR = OPERATOR(@extschema@.>=), NEGATOR = OPERATOR(@extschema@.>),
+    RESTRICT = pg_catalog.scalarlesel, JOIN = pg_catalog.scalarlejoinsel);
+CREATE OPERATOR > (
+    LEFTARG = @extschema@.snowflake, RIGHTARG = smallint, FUNCTION = snowflake_gt,
+    COMMUTATOR = OPERATOR(@extschema@.<), NEGATOR = OPERATOR(@extschema@.<=),
+    RESTRICT = pg_catalog.scalargtsel, JOIN = pg_catalog.scalargtjoinsel);
+CREATE OPERATOR >= (
+    LEFTARG = @extschema@.snowflake, RIGHTARG = smallint, FUNCTION = snowflake_ge,
+    COMMUTATOR = OPERATOR(@extschema@.<=), NEGATOR = OPERATOR(@extschema@.<),
+    RESTRICT = pg_catalog.scalargesel, JOIN = pg_catalog.scalargejoinsel);
+
+CREATE OPERATOR = (
+    LEFTARG = smallint, RIGHTARG = @extschema@.snowflake, FUNCTION = snowflake_eq,
+    COMMUTATOR = OPERATOR(@extschema@.=), NEGATOR = OPERATOR(@extschema@.<>),
+    RESTRICT = pg_catalog.eqsel, JOIN = pg_catalog.eqjoinsel, HASHES, MERGES);
+CREATE OPERATOR <> (
+    LEFTARG = smallint, RIGHTARG = @extschema@.snowflake, FUNCTION = snowflake_ne,
+    COMMUTATOR = OPERATOR(@extschema@.<>), NEGATOR = OPERATOR(@extschema@.=),
+    RESTRICT = pg_catalog.neqsel, JOIN = pg_catalog.neqjoinsel);
+CREATE OPERATOR < (
+    LEFTARG = smallint, RIGHTARG = @extschema@.snowflake, FUNCTION = snowflake_lt,
+    COMMUTATOR = OPERATOR(@extschema@.>), NEGATOR = OPERATOR(@extschema@.>=),
+    RESTRICT = pg_catalog.scalarltsel, JOIN = pg_catalog.scalarltjoinsel);
+CREATE OPERATOR <= (
+    LEFTARG = smallint, RIGHTARG = @extschema@.snowflake, FUNCTION = snowflake_le,
+    COMMUTATOR = OPERATOR(@extschema@.>=), NEGATOR = OPERATOR(@extschema@.>),
+    RESTRICT = pg_catalog.scalarlesel, JOIN = pg_catalog.scalarlejoinsel);
+CREATE OPERATOR > (
+    LEFTARG = smallint, RIGHTARG = @extschema@.snowflake, FUNCTION = snowflake_gt,
+    COMMUTATOR = OPERATOR(@extschema@.<), NEGATOR = OPERATOR(@extschema@.<=),
+    RESTRICT = pg_catalog.scalargtsel, JOIN = pg_catalog.scalargtjoinsel);
+CREATE OPERATOR >= (
+    LEFTARG = smallint, RIGHTARG = @extschema@.snowflake, FUNCTION = snowflake_ge,
+    COMMUTATOR = OPERATOR(@extschema@.<=), NEGATOR = OPERATOR(@extschema@.<),
+    RESTRICT = pg_catalog.scalargesel, JOIN = pg_catalog.scalargejoinsel);
+
+-- Support functions of the operator classes.
+
+CREATE FUNCTION snowflake_sortsupport(internal) RETURNS void
+AS 'MODULE_PATHNAME', 'snowflake_btint8sortsupport' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION snowflake_hash(@extschema@.snowflake) RETURNS integer
+AS 'MODULE_PATHNAME', 'snowflake_hashint8' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION snowflake_hash_extended(@extschema@.snowflake, bigint) RETURNS bigint
+AS 'MODULE_PATHNAME', 'snowflake_hashint8extended' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+-- btree: one family for snowflake, bigint, integer and smallint. It holds PostgreSQL's own
+-- integer operators too, so that it is complete (amvalidate), a foreign key from a bigint column
+-- to a snowflake key finds its equality operators, and merge joins and derived equalities
+-- between the types work.
+
+CREATE OPERATOR FAMILY snowflake_ops USING btree;
+
+CREATE OPERATOR CLASS snowflake_ops
+DEFAULT FOR TYPE @extschema@.snowflake USING btree FAMILY @extschema@.snowflake_ops AS
+    OPERATOR 1 @extschema@.< ,
+    OPERATOR 2 @extschema@.<= ,
+    OPERATOR 3 @extschema@.= ,
+    OPERATOR 4 @extschema@.>= ,
+    OPERATOR 5 @extschema@.> ,
+    FUNCTION 1 @extschema@.snowflake_cmp(@extschema@.snowflake, @extschema@.snowflake),
+    FUNCTION 2 @extschema@.snowflake_sortsupport(internal),
+    FUNCTION 4 pg_catalog.btequalimage(oid);
+
+ALTER OPERATOR FAMILY snowflake_ops USING btree ADD
+    OPERATOR 1 @extschema@.< (@extschema@.snowflake, bigint),
+    OPERATOR 2 @extschema@.<= (@extschema@.snowflake, bigint),
+    OPERATOR 3 @extschema@.= (@extschema@.snowflake, bigint),
+    OPERATOR 4 @extschema@.>= (@extschema@.snowflake, bigint),
+    OPERATOR 5 @extschema@.> (@extschema@.snowflake, bigint),
+    FUNCTION 1 @extschema@.snowflake_cmp(@extschema@.snowflake, bigint),
+    OPERATOR 1 @extschema@.< (@extschema@.snowflake, integer),
+    OPERATOR 2 @extschema@.<= (@extschema@.snowflake, integer),
+    OPERATOR 3 @extschema@.= (@extschema@.snowflake, integer),
+    OPERATOR 4 @extschema@.>= (@extschema@.snowflake, integer),
+    OPERATOR 5 @extschema@.> (@extschema@.snowflake, integer),
+    FUNCTION 1 @extschema@.snowflake_cmp(@extschema@.snowflake, integer),
+    OPERATOR 1 @extschema@.< (@extschema@.snowflake, smallint),
+    OPERATOR 2 @extschema@.<= (@extschema@.snowflake, smallint),
+    OPERATOR 3 @extschema@.= (@extschema@.snowflake, smallint),
+    OPERATOR 4 @extschema@.>= (@extschema@.snowflake, smallint),
+    OPERATOR 5 @extschema@.> (@extschema@.snowflake, smallint),
+    FUNCTION 1 @extschema@.snowflake_cmp(@extschema@.snowflake, smallint),
+    OPERATOR 1 @extschema@.< (bigint, @extschema@.snowflake),
+    OPERATOR 2 @extschema@.<= (bigint, @extschema@.snowflake),
+    OPERATOR 3 @extschema@.= (bigint, @extschema@.snowflake),
+    OPERATOR 4 @extschema@.>= (bigint, @extschema@.snowflake),
+    OPERATOR 5 @extschema@.> (bigint, @extschema@.snowflake),
+    FUNCTION 1 @extschema@.snowflake_cmp(bigint, @extschema@.snowflake),
+    OPERATOR 1 pg_catalog.< (bigint, bigint),
+    OPERATOR 2 pg_catalog.<= (bigint, bigint),
+    OPERATOR 3 pg_catalog.= (bigint, bigint),
+    OPERATOR 4 pg_catalog.>= (bigint, bigint),
+    OPERATOR 5 pg_catalog.> (bigint, bigint),
+    FUNCTION 1 pg_catalog.btint8cmp(bigint, bigint),
+    FUNCTION 2 (bigint, bigint) pg_catalog.btint8sortsupport(internal),
+    OPERATOR 1 pg_catalog.< (bigint, integer),
+    OPERATOR 2 pg_catalog.<= (bigint, integer),
+    OPERATOR 3 pg_catalog.= (bigint, integer),
+    OPERATOR 4 pg_catalog.>= (bigint, integer),
+    OPERATOR 5 pg_catalog.> (bigint, integer),
+    FUNCTION 1 pg_catalog.btint84cmp(bigint, integer),
+    OPERATOR 1 pg_catalog.< (bigint, smallint),
+    OPERATOR 2 pg_catalog.<= (bigint, smallint),
+    OPERATOR 3 pg_catalog.= (bigint, smallint),
+    OPERATOR 4 pg_catalog.>= (bigint, smallint),
+    OPERATOR 5 pg_catalog.> (bigint, smallint),
+    FUNCTION 1 pg_catalog.btint82cmp(bigint, smallint),
+    OPERATOR 1 @extschema@.< (integer, @extschema@.snowflake),
+    OPERATOR 2 @extschema@.<= (integer, @extschema@.snowflake),
+    OPERATOR 3 @extschema@.= (integer, @extschema@.snowflake),
+    OPERATOR 4 @extschema@.>= (integer, @extschema@.snowflake),
+    OPERATOR 5 @extschema@.> (integer, @extschema@.snowflake),
+    FUNCTION 1 @extschema@.snowflake_cmp(integer, @extschema@.snowflake),
+    OPERATOR 1 pg_catalog.< (integer, bigint),
+    OPERATOR 2 pg_catalog.<= (integer, bigint),
+    OPERATOR 3 pg_catalog.= (integer, bigint),
+    OPERATOR 4 pg_catalog.>= (integer, bigint),
+    OPERATOR 5 pg_catalog.> (integer, bigint),
+    FUNCTION 1 pg_catalog.btint48cmp(integer, bigint),
+    OPERATOR 1 pg_catalog.< (integer, integer),
+    OPERATOR 2 pg_catalog.<= (integer, integer),
+    OPERATOR 3 pg_catalog.= (integer, integer),
+    OPERATOR 4 pg_catalog.>= (integer, integer),
+    OPERATOR 5 pg_catalog.> (integer, integer),
+    FUNCTION 1 pg_catalog.btint4cmp(integer, integer),
+    FUNCTION 2 (integer, integer) pg_catalog.btint4sortsupport(internal),
+    OPERATOR 1 pg_catalog.< (integer, smallint),
+    OPERATOR 2 pg_catalog.<= (integer, smallint),
+    OPERATOR 3 pg_catalog.= (integer, smallint),
+    OPERATOR 4 pg_catalog.>= (integer, smallint),
+    OPERATOR 5 pg_catalog.> (integer, smallint),
+    FUNCTION 1 pg_catalog.btint42cmp(integer, smallint),
+    OPERATOR 1 @extschema@.< (smallint, @extschema@.snowflake),
+    OPERATOR 2 @extschema@.<= (smallint, @extschema@.snowflake),
+    OPERATOR 3 @extschema@.= (smallint, @extschema@.snowflake),
+    OPERATOR 4 @extschema@.>= (smallint, @extschema@.snowflake),
+    OPERATOR 5 @extschema@.> (smallint, @extschema@.snowflake),
+    FUNCTION 1 @extschema@.snowflake_cmp(smallint, @extschema@.snowflake),
+    OPERATOR 1 pg_catalog.< (smallint, bigint),
+    OPERATOR 2 pg_catalog.<= (smallint, bigint),
+    OPERATOR 3 pg_catalog.= (smallint, bigint),
+    OPERATOR 4 pg_catalog.>= (smallint, bigint),
+    OPERATOR 5 pg_catalog.> (smallint, bigint),
+    FUNCTION 1 pg_catalog.btint28cmp(smallint, bigint),
+    OPERATOR 1 pg_catalog.< (smallint, integer),
+    OPERATOR 2 pg_catalog.<= (smallint, integer),
+    OPERATOR 3 pg_catalog.= (smallint, integer),
+    OPERATOR 4 pg_catalog.>= (smallint, integer),
+    OPERATOR 5 pg_catalog.> (smallint, integer),
+    FUNCTION 1 pg_catalog.btint24cmp(smallint, integer),
+    OPERATOR 1 pg_catalog.< (smallint, smallint),
+    OPERATOR 2 pg_catalog.<= (smallint, smallint),
+    OPERATOR 3 pg_catalog.= (smallint, smallint),
+    OPERATOR 4 pg_catalog.>= (smallint, smallint),
+    OPERATOR 5 pg_catalog.> (smallint, smallint),
+    FUNCTION 1 pg_catalog.btint2cmp(smallint, smallint),
+    FUNCTION 2 (smallint, smallint) pg_catalog.btint2sortsupport(internal);
+
+-- hash: the same types, with hash functions that agree on equal values (hashint8 is what
+-- hashint4 and hashint2 compute for the same number), so hash joins between a snowflake and a
+-- bigint column work.
+
+CREATE OPERATOR FAMILY snowflake_ops USING hash;
+
+CREATE OPERATOR CLASS snowflake_ops
+DEFAULT FOR TYPE @extschema@.snowflake USING hash FAMILY @extschema@.snowflake_ops AS
+    OPERATOR 1 @extschema@.= ,
+    FUNCTION 1 @extschema@.snowflake_hash(@extschema@.snowflake),
+    FUNCTION 2 @extschema@.snowflake_hash_extended(@extschema@.snowflake, bigint);
+
+ALTER OPERATOR FAMILY snowflake_ops USING hash ADD
+    FUNCTION 1 pg_catalog.hashint8(bigint),
+    FUNCTION 2 pg_catalog.hashint8extended(bigint, bigint),
+    FUNCTION 1 pg_catalog.hashint4(integer),
+    FUNCTION 2 pg_catalog.hashint4extended(integer, bigint),
+    FUNCTION 1 pg_catalog.hashint2(smallint),
+    FUNCTION 2 pg_catalog.hashint2extended(smallint, bigint),
+    OPERATOR 1 @extschema@.= (@extschema@.snowflake, bigint),
+    OPERATOR 1 @extschema@.= (@extschema@.snowflake, integer),
+    OPERATOR 1 @extschema@.= (@extschema@.snowflake, smallint),
+    OPERATOR 1 @extschema@.= (bigint, @extschema@.snowflake),
+    OPERATOR 1 pg_catalog.= (bigint, bigint),
+    OPERATOR 1 pg_catalog.= (bigint, integer),
+    OPERATOR 1 pg_catalog.= (bigint, smallint),
+    OPERATOR 1 @extschema@.= (integer, @extschema@.snowflake),
+    OPERATOR 1 pg_catalog.= (integer, bigint),
+    OPERATOR 1 pg_catalog.= (integer, integer),
+    OPERATOR 1 pg_catalog.= (integer, smallint),
+    OPERATOR 1 @extschema@.= (smallint, @extschema@.snowflake),
+    OPERATOR 1 pg_catalog.= (smallint, bigint),
+    OPERATOR 1 pg_catalog.= (smallint, integer),
+    OPERATOR 1 pg_catalog.= (smallint, smallint);
+
+-- BRIN minmax, with the cross-type comparisons, so that id BETWEEN snowflake_min_id(a) AND
+-- snowflake_max_id(b) can use a BRIN index on an append-only table.
+
+CREATE OPERATOR FAMILY snowflake_minmax_ops USING brin;
+
+CREATE OPERATOR CLASS snowflake_minmax_ops
+DEFAULT FOR TYPE @extschema@.snowflake USING brin FAMILY @extschema@.snowflake_minmax_ops AS
+    OPERATOR 1 @extschema@.< ,
+    OPERATOR 2 @extschema@.<= ,
+    OPERATOR 3 @extschema@.= ,
+    OPERATOR 4 @extschema@.>= ,
+    OPERATOR 5 @extschema@.> ,
+    FUNCTION 1 pg_catalog.brin_minmax_opcinfo(internal),
+    FUNCTION 2 pg_catalog.brin_minmax_add_value(internal, internal, internal, internal),
+    FUNCTION 3 pg_catalog.brin_minmax_consistent(internal, internal, internal),
+    FUNCTION 4 pg_catalog.brin_minmax_union(internal, internal, internal);
+
+ALTER OPERATOR FAMILY snowflake_minmax_ops USING brin ADD
+    OPERATOR 1 @extschema@.< (@extschema@.snowflake, bigint),
+    OPERATOR 2 @extschema@.<= (@extschema@.snowflake, bigint),
+    OPERATOR 3 @extschema@.= (@extschema@.snowflake, bigint),
+    OPERATOR 4 @extschema@.>= (@extschema@.snowflake, bigint),
+    OPERATOR 5 @extschema@.> (@extschema@.snowflake, bigint),
+    OPERATOR 1 @extschema@.< (@extschema@.snowflake, integer),
+    OPERATOR 2 @extschema@.<= (@extschema@.snowflake, integer),
+    OPERATOR 3 @extschema@.= (@extschema@.snowflake, integer),
+    OPERATOR 4 @extschema@.>= (@extschema@.snowflake, integer),
+    OPERATOR 5 @extschema@.> (@extschema@.snowflake, integer),
+    OPERATOR 1 @extschema@.< (@extschema@.snowflake, smallint),
+    OPERATOR 2 @extschema@.<= (@extschema@.snowflake, smallint),
+    OPERATOR 3 @extschema@.= (@extschema@.snowflake, smallint),
+    OPERATOR 4 @extschema@.>= (@extschema@.snowflake, smallint),
+    OPERATOR 5 @extschema@.> (@extschema@.snowflake, smallint);
+
+-- min() and max() that return a snowflake (and use a btree index), so their JSON is a string too.
+
+CREATE FUNCTION snowflake_larger(@extschema@.snowflake, @extschema@.snowflake) RETURNS @extschema@.snowflake
+AS 'MODULE_PATHNAME', 'snowflake_int8larger' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION snowflake_smaller(@extschema@.snowflake, @extschema@.snowflake) RETURNS @extschema@.snowflake
+AS 'MODULE_PATHNAME', 'snowflake_int8smaller' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE AGGREGATE max(@extschema@.snowflake) (
+    SFUNC = @extschema@.snowflake_larger, STYPE = @extschema@.snowflake,
+    COMBINEFUNC = @extschema@.snowflake_larger, SORTOP = OPERATOR(@extschema@.>), PARALLEL = SAFE);
+CREATE AGGREGATE min(@extschema@.snowflake) (
+    SFUNC = @extschema@.snowflake_smaller, STYPE = @extschema@.snowflake,
+    COMBINEFUNC = @extschema@.snowflake_smaller, SORTOP = OPERATOR(@extschema@.<), PARALLEL = SAFE);
+
+COMMENT ON AGGREGATE max(@extschema@.snowflake) IS 'the largest snowflake';
+COMMENT ON AGGREGATE min(@extschema@.snowflake) IS 'the smallest snowflake';
+
+
 -- ==== end type ====
 
 -- ==== clock: clock health (README "Monitoring") ====

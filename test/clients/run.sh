@@ -48,6 +48,9 @@ INSERT INTO items (id, name) VALUES
     (9223372036854775807, 'largest ID'),
     (9007199254740993, '2^53 + 1');
 INSERT INTO items (name) SELECT 'generated ' || g FROM generate_series(1, 20) g;
+-- the same rows in a column of the snowflake type (JSON form: a string)
+CREATE TABLE sf_items (id snowflake PRIMARY KEY DEFAULT snowflake_next(), name text NOT NULL);
+INSERT INTO sf_items SELECT id, name FROM items;
 SQL
 
 status=0

@@ -3,7 +3,7 @@
 --
 -- For each member of the extension: its description, and for functions their whole
 -- definition (pg_get_functiondef: arguments, result, language, labels, SET clauses, body)
--- with their privileges.  A fresh 1.2, 1.0 updated to 1.2, and 1.1 updated to 1.2 must
+-- with their privileges; for aggregates their pg_aggregate row.  A fresh 1.2, 1.0 updated to 1.2, and 1.1 updated to 1.2 must
 -- agree row for row.  What each 1.2 function promises is checked in the pgTAP file of its
 -- area.  Everything happens in one transaction that is rolled back.
 
@@ -22,6 +22,14 @@ DROP EXTENSION IF EXISTS snowflake CASCADE;
 CREATE TEMP VIEW members AS
 SELECT pg_catalog.pg_describe_object(d.classid, d.objid, d.objsubid) AS obj,
        CASE WHEN d.classid = 'pg_catalog.pg_proc'::pg_catalog.regclass
+             AND (SELECT a.aggfnoid FROM pg_catalog.pg_aggregate a WHERE a.aggfnoid = d.objid) IS NOT NULL
+            THEN (SELECT pg_catalog.md5(pg_catalog.concat_ws(' ', a.aggkind, a.aggtransfn, a.aggfinalfn, a.aggcombinefn,
+                                                       a.aggsortop::pg_catalog.regoperator, a.aggtranstype::pg_catalog.regtype,
+                                                       a.agginitval, p.proparallel, p.proacl))
+                  || ' ' || coalesce(pg_catalog.obj_description(d.objid, 'pg_proc'), '')
+                  FROM pg_catalog.pg_aggregate a JOIN pg_catalog.pg_proc p ON p.oid = a.aggfnoid
+                  WHERE a.aggfnoid = d.objid)
+            WHEN d.classid = 'pg_catalog.pg_proc'::pg_catalog.regclass
             THEN pg_catalog.md5(pg_catalog.pg_get_functiondef(d.objid))
                  || ' ' || coalesce((SELECT p.proacl::text FROM pg_catalog.pg_proc p WHERE p.oid = d.objid), '')
                  || ' ' || coalesce(pg_catalog.obj_description(d.objid, 'pg_proc'), '')

@@ -7,6 +7,8 @@ import sys
 from datetime import datetime, timezone
 
 import psycopg
+from psycopg.types import TypeInfo
+from psycopg.types.numeric import Int8BinaryLoader, IntLoader
 
 passed = 0
 failed = 0
@@ -72,6 +74,47 @@ def main():
         check("a new ID from snowflake_next() arrives exactly", str(new_id) == new_text and new_id > TWO_53)
         name = conn.execute("SELECT name FROM items WHERE id = %s", (new_id,)).fetchone()
         check("and finds its row again", name == ("from python",))
+
+        # The snowflake type: an OID psycopg does not know, so text results arrive as str.
+        sf = conn.execute("SELECT id, id::text FROM sf_items ORDER BY 1").fetchall()
+        check("a snowflake column arrives as str, without configuration",
+              len(sf) >= len(rows) and all(type(i) is str and i == t for i, t in sf))
+        found = sum(1 for i, t in sf if conn.execute("SELECT id::text FROM sf_items WHERE id = %s", (int(i),)).fetchone() == (t,))
+        check("int parameters find every snowflake row", found == len(sf), f"{found} of {len(sf)}")
+        found = sum(1 for i, t in sf if conn.execute("SELECT id::text FROM sf_items WHERE id = %s", (i,)).fetchone() == (t,))
+        check("str parameters find every snowflake row", found == len(sf), f"{found} of {len(sf)}")
+        doc = conn.execute("SELECT json_agg(t ORDER BY id) FROM sf_items t").fetchone()[0]
+        check("json_agg over a snowflake column gives str IDs, exact",
+              [o["id"] for o in doc] == [t for _, t in sf])
+        with conn.cursor(binary=True) as cur:
+            cur.execute("SELECT id, id::text FROM sf_items ORDER BY 1")
+            braw = cur.fetchall()
+        check("binary results are int8's 8 bytes, big-endian",
+              all(isinstance(b, (bytes, bytearray, memoryview)) and int.from_bytes(bytes(b), "big", signed=True) == int(t)
+                  for b, t in braw))
+        # one line of configuration makes it an int, in text and binary
+        info = TypeInfo.fetch(conn, "snowflake")
+        conn.adapters.register_loader(info.oid, IntLoader)
+        conn.adapters.register_loader(info.oid, Int8BinaryLoader)
+        as_int = conn.execute("SELECT id, id::text FROM sf_items ORDER BY 1").fetchall()
+        check("with psycopg's int loader registered for its OID, it arrives as an exact int",
+              all(type(i) is int and str(i) == t for i, t in as_int))
+        with conn.cursor(binary=True) as cur:
+            as_int_b = cur.execute("SELECT id, id::text FROM sf_items ORDER BY 1").fetchall()
+        check("and in binary too", all(type(i) is int and str(i) == t for i, t in as_int_b))
+        # COPY BINARY out of and into a snowflake column, read and written as int8
+        with conn.cursor() as cur:
+            with cur.copy("COPY (SELECT id FROM sf_items ORDER BY id) TO STDOUT (FORMAT BINARY)") as copy:
+                copy.set_types(["int8"])
+                copied = [r[0] for r in copy.rows()]
+            check("COPY TO (FORMAT BINARY) reads as int8", [str(i) for i in copied] == [t for _, t in sf])
+            cur.execute("CREATE TEMP TABLE sf_copy (id snowflake)")
+            with cur.copy("COPY sf_copy FROM STDIN (FORMAT BINARY)") as copy:
+                copy.set_types(["int8"])
+                for i in copied:
+                    copy.write_row((i,))
+            n = cur.execute("SELECT count(*) FROM sf_copy JOIN sf_items USING (id)").fetchone()[0]
+            check("COPY FROM (FORMAT BINARY) written as int8 stores every ID", n == len(copied), f"{n} of {len(copied)}")
 
 
 try:
