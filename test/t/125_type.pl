@@ -1,4 +1,4 @@
-# 110_type.pl: the snowflake column type travels. pg_dump/pg_restore onto another server keeps
+# 125_type.pl: the snowflake column type travels. pg_dump/pg_restore onto another server keeps
 # the columns' type, the rows, the indexes with their operator classes and the foreign keys; a
 # logical-replication subscriber with the extension receives inserts, updates and deletes keyed by
 # a snowflake column, in text and in binary mode.
