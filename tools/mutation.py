@@ -128,6 +128,11 @@ def run(cmd, timeout, logf, **kw):
         p.wait()
         logf.write(f'\n*** timed out after {timeout} s\n')
         return None
+    except BaseException:
+        # Interrupted (SIGINT, SIGTERM): take the suite down with us.
+        os.killpg(p.pid, signal.SIGKILL)
+        p.wait()
+        raise
 
 
 def as_user(cmd):
@@ -163,11 +168,21 @@ def make_pg_copy(base):
     return pg_config
 
 
-def copy_tree(dst):
-    """The source tree as it is on disk (uncommitted edits included), without build output."""
+SNAPSHOT = None
+
+
+def snapshot_tree(dst):
+    """The source tree as it is on disk at the start (uncommitted edits included), without build output."""
+    global SNAPSHOT
     ignore = shutil.ignore_patterns('.git', '*.o', '*.so', '*.bc', 'tmp_check*', 'results', 'output_iso',
                                     'log', 'node_modules', 'regression.*')
     shutil.copytree(TOP, dst, ignore=ignore, symlinks=True)
+    SNAPSHOT = dst
+
+
+def copy_tree(dst):
+    """A fresh copy of the snapshot, owned by the test user (edits during a run do not leak in)."""
+    shutil.copytree(SNAPSHOT, dst, symlinks=True)
     subprocess.run(['chown', '-R', f'{SF_USER}:', dst], check=True)
 
 
@@ -266,6 +281,8 @@ def main():
     os.chmod(work, 0o755)
     log(f'==> work directory {work} (logs in {work}/logs)')
     os.makedirs(f'{work}/logs')
+    snapshot_tree(f'{work}/src')
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit('terminated'))
     t0 = time.monotonic()
     pg_config = make_pg_copy(f'{work}/pg')
     log(f'==> private copy of PostgreSQL 15 made in {time.monotonic() - t0:.1f} s: {pg_config}')
@@ -302,8 +319,11 @@ def main():
             log(f'{m.id}: {verdict.upper()}' + (f' by {why}' if verdict == 'killed' else f' ({why})' if why else '')
                 + f' [{secs:.0f} s]' + ('' if verdict == 'killed' else f' -- {m.breaks}'))
     finally:
-        if not args.keep:
-            shutil.rmtree(f'{work}/pg', ignore_errors=True)
+        with open(f'{work}/logs/cleanup.log', 'w') as logf:
+            stop_leftover_servers(work, os.path.dirname(pg_config), logf)
+        for d in os.listdir(work):
+            if d not in ('logs', 'pg') or (d == 'pg' and not args.keep):
+                shutil.rmtree(f'{work}/{d}', ignore_errors=True)
 
     killed = [r for r in results if r[1] == 'killed']
     survived = [r for r in results if r[1] == 'survived']
