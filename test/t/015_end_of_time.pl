@@ -133,21 +133,13 @@ cmp_ok($s->{reserved_until_ms}, '<=', $LAST_MS,
 	'snowflake_status(): the durable mark does not pass the last Snowflake ms');
 is($s->{last_id}, $c[0], 'snowflake_status(): the last ID issued is the last one');
 
-sub file_mark
-{
-	open my $fh, '<:raw', $t->data_dir . '/snowflake.state' or die "could not read the state file: $!";
-	local $/;
-	my $bytes = <$fh>;
-	close $fh;
-	return unpack('Q<', substr($bytes, 16, 8));    # mark (tick), src/state.c
-}
-cmp_ok(file_mark(), '<=', $MAX_TICK, 'the state file\'s mark does not pass the last tick');
+cmp_ok($t->state_file_mark, '<=', $MAX_TICK, 'the state file\'s mark does not pass the last tick');
 
 # A clean restart at the end: the file written at shutdown loads (not damaged).
 $t->restart;
 is($t->query('SELECT state FROM snowflake_state()'), 'ok',
 	'after a clean restart at the end: the state file is sound');
-cmp_ok(file_mark(), '<=', $MAX_TICK, 'after the restart: the mark does not pass the last tick');
+cmp_ok($t->state_file_mark, '<=', $MAX_TICK, 'after the restart: the mark does not pass the last tick');
 end_refused('SELECT snowflake_next();', 'after a clean restart at the end');
 
 # --- A clock before the epoch, on a fresh cluster (mark 0, nothing issued).

@@ -558,4 +558,56 @@ sub summary
 	return;
 }
 
+
+=pod
+
+=item SnowflakeTest::step_ok($r, $step_ms, $t0, $t1, $what, @which)
+
+Checks the numbers in a refusal's detail against a step of the clock the test
+made ($step_ms back): "went back N ms" (which 'back') and "N ms behind"
+(which 'behind'; both by default) must each lie in [$step_ms - slack, $step_ms],
+where slack is only the test's own elapsed time, from $t0 (Time::HiRes::time
+just before the last ID issued before the step) to $t1 (just after the refusal),
+plus 2 ms for rounding to whole ms.
+
+=cut
+
+sub step_ok
+{
+	my ($r, $step_ms, $t0, $t1, $what, @which) = @_;
+	local $Test::Builder::Level = $Test::Builder::Level + 1;
+	@which = qw(back behind) unless @which;
+	my $slack = int(($t1 - $t0) * 1000) + 2;
+	for my $which (@which)
+	{
+		my $n = $which eq 'back' ? detail_back_ms($r) : detail_ms($r);
+		my $label = $which eq 'back' ? 'went back N ms' : 'N ms behind';
+		ok( defined $n && $n >= $step_ms - $slack && $n <= $step_ms,
+			"$what: the detail's \"$label\" is the $step_ms ms step, less at most the test's own $slack ms")
+		  or diag('detail: ' . ($r->{detail} // '(none)'));
+	}
+	return;
+}
+
+=pod
+
+=item $t->state_file_mark()
+
+The mark (a tick: ms since the Snowflake epoch) in the node's state file, read
+from the file itself (src/state.c, SnowflakeStateFile: a u64 at offset 16).
+
+=cut
+
+sub state_file_mark
+{
+	my ($self) = @_;
+	my $path = $self->data_dir . '/snowflake.state';
+	open my $fh, '<:raw', $path or croak "could not read $path: $!";
+	local $/;
+	my $bytes = <$fh>;
+	close $fh;
+	croak "$path is too short" if length($bytes) < 24;
+	return unpack('Q<', substr($bytes, 16, 8));
+}
+
 1;
