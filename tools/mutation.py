@@ -20,6 +20,7 @@ root (it installs packages through run-tests and runs the tests as postgres).
 import argparse
 import os
 import re
+import select
 import shutil
 import signal
 import subprocess
@@ -37,6 +38,12 @@ SUITE_TIMEOUT = 300
 # Not run per mutant: the three-server fleet test (slow; what it checks, node
 # separation across servers, has no one-line mutant here) and the chaos test
 # (random; a mutant it kills one run and not the next would make the score noise).
+# The TAP modules' own waits (poll_query_until, background psql) give up after
+# this many seconds instead of 180: a mutant that makes a test wait forever
+# fails sooner.  The baseline run shows the tests pass with it.
+PG_TEST_TIMEOUT = 30
+# A failing TAP test (not a TODO one).
+NOT_OK = re.compile(r'^\s*not ok \d+(?!.*# TODO)')
 TAP_SKIP = {'080_fleet.pl', '100_chaos.pl'}
 
 
@@ -116,18 +123,43 @@ def apply(m, tree):
     return None
 
 
-def run(cmd, timeout, logf, **kw):
-    """Run cmd in its own process group; True if it exited 0, None on timeout."""
+def run(cmd, timeout, logf, stop_on=None, **kw):
+    """Run cmd in its own process group; True if it exited 0, None on timeout.
+
+    stop_on: a regex; the first output line matching it ends the run (as a
+    failure) at once: a TAP file's first "not ok" kills the mutant without
+    waiting for the rest of the file, or for a test that then hangs."""
     logf.write(f'$ {" ".join(cmd)}\n')
     logf.flush()
-    p = subprocess.Popen(cmd, stdout=logf, stderr=subprocess.STDOUT, start_new_session=True, **kw)
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True, **kw)
+    deadline = time.monotonic() + timeout
+    buf = b''
     try:
-        return p.wait(timeout=timeout) == 0
-    except subprocess.TimeoutExpired:
-        os.killpg(p.pid, signal.SIGKILL)
-        p.wait()
-        logf.write(f'\n*** timed out after {timeout} s\n')
-        return None
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
+                logf.write(f'\n*** timed out after {timeout} s\n')
+                return None
+            ready, _, _ = select.select([p.stdout], [], [], min(left, 1.0))
+            if not ready:
+                continue
+            chunk = os.read(p.stdout.fileno(), 65536)
+            if not chunk:
+                break
+            logf.write(chunk.decode(errors='replace'))
+            buf = (buf + chunk)[-65536:]
+            if stop_on is not None:
+                lines = buf.split(b'\n')
+                buf = lines[-1]
+                for line in lines[:-1]:
+                    if stop_on.search(line.decode(errors='replace')):
+                        os.killpg(p.pid, signal.SIGKILL)
+                        p.wait()
+                        logf.write('\n*** stopped at the first failing test\n')
+                        return False
+        return p.wait() == 0
     except BaseException:
         # Interrupted (SIGINT, SIGTERM): take the suite down with us.
         os.killpg(p.pid, signal.SIGKILL)
@@ -192,9 +224,8 @@ def suites_for(m, tree):
                   if f.endswith('.pl') and f not in TAP_SKIP)
     order = []
     for f in (m.first if m else []):
-        if f in ('regress', 'isolation'):
-            order.append(f)
-        elif f.endswith('.pl'):
+        # A file named first that is not in the tree (yet) is no failure.
+        if f in ('regress', 'isolation') or f in taps:
             order.append(f)
     for f in ['regress', 'isolation'] + taps:
         if f not in order:
@@ -206,8 +237,8 @@ def suites_for(m, tree):
         elif s == 'isolation':
             out.append((s, ['make', '-C', tree, '-s', 'installcheck-isolation-only'], SUITE_TIMEOUT))
         else:
-            out.append((s, ['make', '-C', tree, '-s', 'installcheck-tap-only', f'PROVE_TESTS=test/t/{s}'],
-                        TAP_FILE_TIMEOUT))
+            out.append((s, ['make', '-C', tree, '-s', 'installcheck-tap-only', f'PROVE_TESTS=test/t/{s}',
+                            'PROVE_FLAGS=--verbose'], TAP_FILE_TIMEOUT))
     return out
 
 
@@ -229,7 +260,8 @@ def try_tree(m, stage, pg_config, logf, fail_fast=True):
     failed = None
     for name, argv, timeout in suites_for(m, tree):
         t0 = time.monotonic()
-        ok = run(as_user(argv + [f'PG_CONFIG={pg_config}']), timeout, logf)
+        ok = run(as_user(['env', f'PG_TEST_TIMEOUT_DEFAULT={PG_TEST_TIMEOUT}'] + argv + [f'PG_CONFIG={pg_config}']),
+                 timeout, logf, stop_on=NOT_OK if fail_fast else None)
         times[name] = time.monotonic() - t0
         if ok is None:
             stop_leftover_servers(tree, bindir, logf)
