@@ -187,6 +187,18 @@ def stop_leftover_servers(stage, bindir, logf):
                 pass
 
 
+PERL_DIR = None
+
+
+def make_perl_autoflush(work):
+    """A Perl module that turns on autoflush, loaded into prove through PERL5OPT."""
+    global PERL_DIR
+    PERL_DIR = f'{work}/perl'
+    os.makedirs(PERL_DIR)
+    with open(f'{PERL_DIR}/SfAutoflush.pm', 'w') as f:
+        f.write('package SfAutoflush;\nuse IO::Handle;\nSTDOUT->autoflush(1);\nSTDERR->autoflush(1);\n1;\n')
+
+
 def make_pg_copy(base):
     """A private, relocated copy of the PostgreSQL 15 installation; returns its pg_config."""
     for d in PG_DIRS:
@@ -238,7 +250,7 @@ def suites_for(m, tree):
             out.append((s, ['make', '-C', tree, '-s', 'installcheck-isolation-only'], SUITE_TIMEOUT))
         else:
             out.append((s, ['make', '-C', tree, '-s', 'installcheck-tap-only', f'PROVE_TESTS=test/t/{s}',
-                            'PROVE_FLAGS=--verbose'], TAP_FILE_TIMEOUT))
+                            'PROVE_FLAGS=--verbose --formatter=TAP::Formatter::Console'], TAP_FILE_TIMEOUT))
     return out
 
 
@@ -260,7 +272,10 @@ def try_tree(m, stage, pg_config, logf, fail_fast=True):
     failed = None
     for name, argv, timeout in suites_for(m, tree):
         t0 = time.monotonic()
-        ok = run(as_user(['env', f'PG_TEST_TIMEOUT_DEFAULT={PG_TEST_TIMEOUT}'] + argv + [f'PG_CONFIG={pg_config}']),
+        # prove writes to a pipe here: the console formatter (above) and
+        # autoflush make each "not ok" show when it happens, not at the end.
+        ok = run(as_user(['env', f'PG_TEST_TIMEOUT_DEFAULT={PG_TEST_TIMEOUT}', f'PERL5LIB={PERL_DIR}',
+                          'PERL5OPT=-MSfAutoflush'] + argv + [f'PG_CONFIG={pg_config}']),
                  timeout, logf, stop_on=NOT_OK if fail_fast else None)
         times[name] = time.monotonic() - t0
         if ok is None:
@@ -314,6 +329,7 @@ def main():
     log(f'==> work directory {work} (logs in {work}/logs)')
     os.makedirs(f'{work}/logs')
     snapshot_tree(f'{work}/src')
+    make_perl_autoflush(work)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit('terminated'))
     t0 = time.monotonic()
     pg_config = make_pg_copy(f'{work}/pg')
@@ -354,7 +370,7 @@ def main():
         with open(f'{work}/logs/cleanup.log', 'w') as logf:
             stop_leftover_servers(work, os.path.dirname(pg_config), logf)
         for d in os.listdir(work):
-            if d not in ('logs', 'pg') or (d == 'pg' and not args.keep):
+            if d not in ('logs', 'pg', 'perl') or (d == 'pg' and not args.keep):
                 shutil.rmtree(f'{work}/{d}', ignore_errors=True)
 
     killed = [r for r in results if r[1] == 'killed']
