@@ -278,7 +278,8 @@ def try_tree(m, stage, pg_config, logf, fail_fast=True):
                           'PERL5OPT=-MSfAutoflush'] + argv + [f'PG_CONFIG={pg_config}']),
                  timeout, logf, stop_on=NOT_OK if fail_fast else None)
         times[name] = time.monotonic() - t0
-        if ok is None:
+        if not ok:
+            # Killed mid-file (timeout, first failure): its END blocks never ran.
             stop_leftover_servers(tree, bindir, logf)
         if not ok:
             failed = name + (' (timed out)' if ok is None else '')
