@@ -28,6 +28,8 @@ TAP_TESTS = 1
 PROVE_TESTS = test/t/*.pl
 
 PG_CFLAGS = -Wall -Wextra -Werror -Wno-unused-parameter -Wno-sign-compare -Wno-missing-field-initializers
+# The module's version (PostgreSQL 18 shows it in pg_get_loaded_modules()) is the control file's.
+PG_CPPFLAGS = -DSNOWFLAKE_VERSION='"$(EXTVERSION)"'
 
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
@@ -46,3 +48,4 @@ installcheck-isolation-only:
 	$(pg_isolation_regress_installcheck) $(ISOLATION_OPTS) $(ISOLATION)
 installcheck-tap-only:
 	$(prove_installcheck)
+

@@ -51,6 +51,7 @@
 #include "storage/lwlock.h"
 #include "utils/guc.h"
 
+#include "compat.h"
 #include "layout.h"
 
 /* Settings (snowflake.c). */
