@@ -27,15 +27,18 @@ SELECT is((SELECT extversion FROM pg_catalog.pg_extension WHERE extname = 'snowf
 -- Make sure the library is loaded in this session (it is preloaded, but say so).
 SELECT ok(snowflake_next() > 0, 'the library generates');
 
-SELECT CASE WHEN current_setting('server_version_num')::int < 180000
-       THEN skip('pg_get_loaded_modules() needs PostgreSQL 18', 1)
-       ELSE is((SELECT format('%s %s', m.module_name, m.version)
-                FROM pg_catalog.pg_get_loaded_modules() m
-                WHERE m.file_name = 'snowflake.so'),
-               'snowflake ' || (SELECT default_version FROM pg_catalog.pg_available_extensions
-                                WHERE name = 'snowflake'),
-               'the loaded library names itself and the control file''s version (PG_MODULE_MAGIC_EXT)')
-       END;
+-- pg_get_loaded_modules() does not exist before 18: decide in psql, not in SQL.
+SELECT current_setting('server_version_num')::int >= 180000 AS has_loaded_modules \gset
+\if :has_loaded_modules
+SELECT is((SELECT format('%s %s', m.module_name, m.version)
+           FROM pg_catalog.pg_get_loaded_modules() m
+           WHERE m.file_name = 'snowflake.so'),
+          'snowflake ' || (SELECT default_version FROM pg_catalog.pg_available_extensions
+                           WHERE name = 'snowflake'),
+          'the loaded library names itself and the control file''s version (PG_MODULE_MAGIC_EXT)');
+\else
+SELECT skip('pg_get_loaded_modules() needs PostgreSQL 18', 1);
+\endif
 
 SELECT * FROM finish();
 ROLLBACK;
