@@ -49,3 +49,11 @@ installcheck-isolation-only:
 installcheck-tap-only:
 	$(prove_installcheck)
 
+# The archive PGXN takes: the committed tree (HEAD) under snowflake-VERSION/, with META.json at its
+# top (git archive, as pgvector does; .gitattributes leaves out what users do not need).
+DISTDIR ?= dist
+.PHONY: dist
+dist:
+	mkdir -p $(DISTDIR)
+	git archive --format zip --prefix=$(EXTENSION)-$(EXTVERSION)/ \
+		--output $(DISTDIR)/$(EXTENSION)-$(EXTVERSION).zip HEAD
