@@ -38,4 +38,13 @@
 	((int64) (t).tv_sec * INT64CONST(1000000000) + (int64) (t).tv_nsec)
 #endif
 
+/*
+ * A function that never returns: PostgreSQL 18 replaced the suffix
+ * pg_attribute_noreturn() with the prefix pg_noreturn (C11 _Noreturn).  Write
+ * "pg_noreturn extern void f(void);" on every version.
+ */
+#if PG_VERSION_NUM < 180000
+#define pg_noreturn pg_attribute_noreturn()
+#endif
+
 #endif							/* SNOWFLAKE_COMPAT_H */

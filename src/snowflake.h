@@ -213,7 +213,7 @@ extern void sf_wal_log_mark(uint64 mark_tick);
 extern void sf_mark_startup(SnowflakeShared *shared);
 extern void sf_mark_shutdown(SnowflakeShared *shared);
 extern bool sf_mark_await(int64 need_tick, int64 deadline_ns);
-extern void sf_mark_refuse(const char *caller) pg_attribute_noreturn();
+pg_noreturn extern void sf_mark_refuse(const char *caller);
 extern void sf_mark_nudge(int64 last_tick, int64 now_tick);
 extern long sf_mark_writer_step(void);
 extern void sf_mark_replayed(uint64 mark_tick);
