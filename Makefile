@@ -29,6 +29,8 @@ TAP_TESTS = 1
 PROVE_TESTS = test/t/*.pl
 
 PG_CFLAGS = -Wall -Wextra -Werror -Wno-unused-parameter -Wno-sign-compare -Wno-missing-field-initializers
+# The module's version (PostgreSQL 18 shows it in pg_get_loaded_modules()) is the control file's.
+PG_CPPFLAGS = -DSNOWFLAKE_VERSION='"$(EXTVERSION)"'
 
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
@@ -47,3 +49,12 @@ installcheck-isolation-only:
 	$(pg_isolation_regress_installcheck) $(ISOLATION_OPTS) $(ISOLATION)
 installcheck-tap-only:
 	$(prove_installcheck)
+
+# The archive PGXN takes: the committed tree (HEAD) under snowflake-VERSION/, with META.json at its
+# top (git archive, as pgvector does; .gitattributes leaves out what users do not need).
+DISTDIR ?= dist
+.PHONY: dist
+dist:
+	mkdir -p $(DISTDIR)
+	git archive --format zip --prefix=$(EXTENSION)-$(EXTVERSION)/ \
+		--output $(DISTDIR)/$(EXTENSION)-$(EXTVERSION).zip HEAD

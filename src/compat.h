@@ -1,6 +1,11 @@
 /*
- * compat.h: differences between PostgreSQL major versions, kept out of the
- * code.  Only 15 is built and tested here; shmem_request_hook needs 15.
+ * compat.h: every difference between the PostgreSQL major versions snowflake
+ * supports (15, 16, 17, 18), in one place.  No other file may test
+ * PG_VERSION_NUM or a feature macro; the code calls the names defined here.
+ *
+ * Tested: 15, 17, 18.  Compiled only in principle: 16 (no server here), so
+ * every 16 difference is guarded on PG_VERSION_NUM from the release notes and
+ * headers of that release.
  */
 #ifndef SNOWFLAKE_COMPAT_H
 #define SNOWFLAKE_COMPAT_H
@@ -9,10 +14,37 @@
 #error "snowflake needs PostgreSQL 15 or later (shmem_request_hook)"
 #endif
 
-/* instr_time in ns: PostgreSQL 16 has it; in 15 instr_time is a timespec. */
-#ifndef INSTR_TIME_GET_NANOSEC
+/*
+ * The module's magic block.  PostgreSQL 18 records the module's name and
+ * version (pg_get_loaded_modules()); the version comes from the control file
+ * through the Makefile.
+ */
+#ifndef SNOWFLAKE_VERSION
+#error "SNOWFLAKE_VERSION must be defined (the Makefile passes default_version)"
+#endif
+#ifdef PG_MODULE_MAGIC_EXT
+#define SNOWFLAKE_MODULE_MAGIC \
+	PG_MODULE_MAGIC_EXT(.name = "snowflake", .version = SNOWFLAKE_VERSION)
+#else
+#define SNOWFLAKE_MODULE_MAGIC PG_MODULE_MAGIC
+#endif
+
+/*
+ * instr_time in ns: PostgreSQL 16 has INSTR_TIME_GET_NANOSEC (instr_time
+ * became an int64 of ticks there); in 15 instr_time is a struct timespec.
+ */
+#if PG_VERSION_NUM < 160000
 #define INSTR_TIME_GET_NANOSEC(t) \
 	((int64) (t).tv_sec * INT64CONST(1000000000) + (int64) (t).tv_nsec)
+#endif
+
+/*
+ * A function that never returns: PostgreSQL 18 replaced the suffix
+ * pg_attribute_noreturn() with the prefix pg_noreturn (C11 _Noreturn).  Write
+ * "pg_noreturn extern void f(void);" on every version.
+ */
+#if PG_VERSION_NUM < 180000
+#define pg_noreturn pg_attribute_noreturn()
 #endif
 
 #endif							/* SNOWFLAKE_COMPAT_H */

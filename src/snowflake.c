@@ -19,7 +19,7 @@
 #include "compat.h"
 #include "snowflake.h"
 
-PG_MODULE_MAGIC;
+SNOWFLAKE_MODULE_MAGIC;
 
 int			sf_datacenter_id = SF_NODE_UNSET;
 int			sf_machine_id = SF_NODE_UNSET;

@@ -51,6 +51,7 @@
 #include "storage/lwlock.h"
 #include "utils/guc.h"
 
+#include "compat.h"
 #include "layout.h"
 
 /* Settings (snowflake.c). */
@@ -212,7 +213,7 @@ extern void sf_wal_log_mark(uint64 mark_tick);
 extern void sf_mark_startup(SnowflakeShared *shared);
 extern void sf_mark_shutdown(SnowflakeShared *shared);
 extern bool sf_mark_await(int64 need_tick, int64 deadline_ns);
-extern void sf_mark_refuse(const char *caller) pg_attribute_noreturn();
+pg_noreturn extern void sf_mark_refuse(const char *caller);
 extern void sf_mark_nudge(int64 last_tick, int64 now_tick);
 extern long sf_mark_writer_step(void);
 extern void sf_mark_replayed(uint64 mark_tick);
@@ -230,8 +231,8 @@ extern void sf_bgworker_register(const char *name, const char *function, int fla
 
 /* registry.c: this server's claim on its node, and the worker that renews it */
 extern bool sf_registry_check_hook(char **newval, void **extra, GucSource source);
-extern void sf_claim_refuse(SnowflakeSlot *slot, int node, int64 now_ms, int64 last_tick,
-							const char *caller) pg_attribute_noreturn();
+pg_noreturn extern void sf_claim_refuse(SnowflakeSlot *slot, int node, int64 now_ms, int64 last_tick,
+							const char *caller);
 
 /*
  * With snowflake.require_claim: refuse an ID whose run ends at last_tick,

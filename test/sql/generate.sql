@@ -66,9 +66,6 @@ FROM snowflake_state();
 -- Settings: ranges and who may set them.
 SET snowflake.datacenter_id = 32;
 SET snowflake.machine_id = -2;
-SET snowflake.max_lead_ms = -1;
-SET snowflake.max_lead_ms = 3600001;
-SET snowflake.max_wait_ms = -1;
 SET snowflake.reservation_ms = 100;
 CREATE ROLE snowflake_regress_user;
 GRANT ALL ON TABLE ids TO snowflake_regress_user;

@@ -11,7 +11,7 @@
 #    increase; every ID decodes to node (1,1); no ID's time is later than the clock when its row
 #    was inserted plus the lead.
 # 2. Two databases of the server, one pgbench each, at the same time: no ID in common.
-# 3. Parallel workers (force_parallel_mode, parallel seq scan): IDs made in workers are distinct,
+# 3. Parallel workers (debug_parallel_query, parallel seq scan): IDs made in workers are distinct,
 #    above the IDs the leader made before, below those it made after.
 # 4. While 4 clients generate on node (1,1), one session SETs node (2,5), generates, RESETs and
 #    generates again: every ID decodes to the node its session had set.
@@ -233,8 +233,10 @@ AS $$ BEGIN RETURN pg_backend_pid(); END $$;
 CREATE TABLE par_src AS SELECT g FROM generate_series(1, 20000) g;
 ANALYZE par_src});
 
-my $par_setup = q{
-SET force_parallel_mode = on;
+# PostgreSQL 16 renamed force_parallel_mode to debug_parallel_query.
+my $force_parallel = $node->pg_version >= 16 ? 'debug_parallel_query' : 'force_parallel_mode';
+my $par_setup = qq{
+SET $force_parallel = on;
 SET parallel_setup_cost = 0;
 SET parallel_tuple_cost = 0;
 SET min_parallel_table_scan_size = 0;
@@ -251,7 +253,7 @@ SELECT 'single', snowflake_next(), backend_pid_here();
 EXPLAIN (ANALYZE, VERBOSE, COSTS OFF, TIMING OFF, SUMMARY OFF)
   SELECT snowflake_next(), backend_pid_here() FROM par_src;
 SELECT 'scan', snowflake_next(), backend_pid_here() FROM par_src;
-RESET force_parallel_mode;
+RESET $force_parallel;
 SELECT 'after', snowflake_next();
 });
 {
@@ -269,8 +271,9 @@ SELECT 'after', snowflake_next();
 	ok(defined $leader && defined $before && defined $after, 'parallel: leader IDs made')
 	  or diag($par_out);
 
-	# SELECT snowflake_next() alone: a single-copy Gather whose worker ran the Result.
-	like($plans[0] // '', qr/^Gather \(actual rows=1 loops=1\)\n.*Workers Launched: 1\n.*->  Result .*\n.*Worker 0: /s,
+	# SELECT snowflake_next() alone: a single-copy Gather whose worker ran the Result (PostgreSQL 18
+	# prints row counts with two decimals: rows=1.00).
+	like($plans[0] // '', qr/^Gather \(actual rows=1(?:\.00)? loops=1\)\n.*Workers Launched: 1\n.*->  Result .*\n.*Worker 0: /s,
 		'parallel: SELECT snowflake_next() ran under a Gather in a launched worker')
 	  or diag($par_out);
 	is(scalar(@single), 2, 'parallel: single-row query returned one ID');
