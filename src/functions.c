@@ -396,6 +396,6 @@ snowflake_accept_clock(PG_FUNCTION_ARGS)
 
 	sf_require_shared("snowflake_accept_clock()");
 	moved = sf_watch_accept();
-	sf_mark_record_hold();
+	sf_mark_record_hold(false);
 	PG_RETURN_INT64(moved);
 }

@@ -265,7 +265,7 @@ sf_reserve(int node, int64 count, const char *caller)
 
 		/* A clock that jumped forward is held: nothing at the new time. */
 		if (unlikely(sf_watch_look(now_ns, &held_ms) != SF_WATCH_SAME))
-			sf_mark_record_hold();
+			sf_mark_record_hold(false);
 		if (unlikely(held_ms != 0))
 			sf_refuse_jump(slot, node, held_ms, caller);
 		if (unlikely(now_tick < 0))

@@ -152,6 +152,7 @@ sf_mark_write(int64 target, bool wait, bool by_writer)
 		/* Readers must never see the new mark before the file holds it. */
 		pg_write_barrier();
 		pg_atomic_write_u64(&sf_shared->reserved, (uint64) target);
+		pg_atomic_write_u32(&sf_shared->clock_held_recorded, img.held ? 1 : 0);
 	}
 	else
 	{
@@ -195,9 +196,15 @@ sf_mark_writer_step(void)
 	int64		target;
 	int64		held_ms;
 
-	/* Look at the clock even when idle: drift is taken in, a jump is seen. */
-	if (sf_watch_look(sf_wall_ns(), &held_ms) != SF_WATCH_SAME)
-		sf_mark_record_hold();
+	/*
+	 * Look at the clock even when idle: drift is taken in, a jump is seen.
+	 * Record a hold, or its end, that the state file does not say yet (a
+	 * caller that saw it first could not take the lock).
+	 */
+	(void) sf_watch_look(sf_wall_ns(), &held_ms);
+	if ((pg_atomic_read_u64(&sf_shared->clock_held) != 0) !=
+		(pg_atomic_read_u32(&sf_shared->clock_held_recorded) != 0))
+		sf_mark_record_hold(true);
 
 	if (sf_shared->status != SF_STATE_OK || RecoveryInProgress())
 		return Max(sf_reservation_ms / 2, 10);
@@ -600,10 +607,12 @@ sf_state_adopt(void)
  * Record in the state file whether the clock watch holds generation, with the
  * trusted time, so that a restart (or a crash) keeps a hold (watch.c).  The
  * mark is rewritten as it is.  Called by the process whose look began or
- * ended a hold, and by snowflake_accept_clock().
+ * ended a hold and by snowflake_accept_clock(), without waiting for the lock
+ * (wait = false: when a write is under way the reservation writer is woken,
+ * and records it at its next look), and by the writer (wait = true).
  */
 void
-sf_mark_record_hold(void)
+sf_mark_record_hold(bool wait)
 {
 	SnowflakeStateImage img;
 	SnowflakeStateResult res;
@@ -611,12 +620,23 @@ sf_mark_record_hold(void)
 	if (sf_shared->status != SF_STATE_OK || sf_shared->copied || RecoveryInProgress())
 		return;					/* never overwrite a file we could not trust */
 
-	LWLockAcquire(sf_shared->lock, LW_EXCLUSIVE);
+	if (wait)
+		LWLockAcquire(sf_shared->lock, LW_EXCLUSIVE);
+	else if (!LWLockConditionalAcquire(sf_shared->lock, LW_EXCLUSIVE))
+	{
+		Latch	   *latch = (Latch *) sf_shared->worker_latch;
+
+		if (latch != NULL)
+			SetLatch(latch);
+		return;
+	}
 	memset(&img, 0, sizeof(img));
 	img.mark = pg_atomic_read_u64(&sf_shared->reserved);
 	sf_mark_clock(&img);
 	img.owner = sf_shared->owner;
 	res = sf_statefile_write(&img);
+	if (res.ok)
+		pg_atomic_write_u32(&sf_shared->clock_held_recorded, img.held ? 1 : 0);
 	LWLockRelease(sf_shared->lock);
 
 	if (!res.ok)

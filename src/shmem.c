@@ -62,7 +62,7 @@ sf_shmem_init(void)
 	pg_atomic_init_u64(&sf_shared->clock_base, 0);
 	pg_atomic_init_u64(&sf_shared->clock_held, 0);
 	pg_atomic_init_u64(&sf_shared->clock_max_jump, 0);
-	pg_atomic_init_u64(&sf_shared->clock_held_since, 0);
+	pg_atomic_init_u32(&sf_shared->clock_held_recorded, 0);
 	for (int i = 0; i < SF_NODE_COUNT; i++)
 	{
 		SnowflakeSlot *slot = &sf_shared->slots[i].slot;

@@ -148,7 +148,7 @@ typedef struct SnowflakeShared
 	pg_atomic_uint64 clock_base;	/* trusted wall - boot clock, ns; 0: not yet */
 	pg_atomic_uint64 clock_held;	/* forward jump (ms) holding generation; 0: none */
 	pg_atomic_uint64 clock_max_jump;	/* largest forward step seen, ms */
-	pg_atomic_uint64 clock_held_since;	/* trusted Unix ms when the hold began */
+	pg_atomic_uint32 clock_held_recorded;	/* the state file records a hold (under lock) */
 	char		pad4[PG_CACHE_LINE_SIZE];
 	SnowflakeSlotPadded slots[SF_NODE_COUNT];
 } SnowflakeShared;
@@ -252,7 +252,7 @@ extern int64 sf_watch_accept(void);
 extern void sf_watch_startup(SnowflakeShared *shared, bool held, int64 clock_seen_ms);
 
 /* mark.c, for the watch's episodes: record a hold (or its end) in the state file */
-extern void sf_mark_record_hold(void);
+extern void sf_mark_record_hold(bool wait);
 
 /* generator.c */
 extern uint64 sf_reserve(int node, int64 count, const char *caller);

@@ -87,11 +87,8 @@ sf_watch_look(int64 wall_ns, int64 *held_ms)
 
 	if (*held_ms != 0)
 	{
-		int64		trusted_ms = ((int64) base + sf_boot_ns()) / SF_NS_PER_MS;
-
 		if (!pg_atomic_compare_exchange_u64(&sf_shared->clock_held, &held, (uint64) *held_ms))
 			return SF_WATCH_SAME;
-		pg_atomic_write_u64(&sf_shared->clock_held_since, (uint64) trusted_ms);
 		ereport(WARNING,
 				(errmsg("snowflake: the system clock jumped %lld ms forward, more than snowflake.max_clock_jump_ms (%d ms): "
 						"generation is held at the old time until the clock comes back or a superuser runs snowflake_accept_clock()",
@@ -159,7 +156,7 @@ void
 sf_watch_startup(SnowflakeShared *shared, bool held, int64 clock_seen_ms)
 {
 	pg_atomic_write_u64(&shared->clock_held, 0);
-	pg_atomic_write_u64(&shared->clock_held_since, 0);
+	pg_atomic_write_u32(&shared->clock_held_recorded, held ? 1 : 0);
 	pg_atomic_write_u64(&shared->clock_max_jump, 0);
 	pg_atomic_write_u64(&shared->clock_base, 0);
 
