@@ -102,7 +102,8 @@ $t->wait_for_active('SELECT snowflake_next()%', "wait_event_type = 'Extension'")
 $t->set_clock(at(3.001));
 my ($waited) = grep { /^\d+$/ } split /\n/, $bg->query('SELECT 1');
 $bg->quit;
-is($waited, id_at(3001, 0), 'the call that waited through a 100 ms rollback gets sequence 0 of T0 + 3.001 s');
+# The clock was behind: the next ID continues the last ms (sequence 1), once the clock is there.
+is($waited, id_at(3000, 1), 'the call that waited through a 100 ms rollback gets sequence 1 of T0 + 3 s');
 $t->record('the call that waited through the rollback', $waited);
 my $after = $t->status;
 is($after->{clock_rollbacks} - $before->{clock_rollbacks}, 1, 'the rollback is counted once');
@@ -115,20 +116,22 @@ is(log_count($t, qr/WARNING:  snowflake: the system clock is back at the highest
 # --- Rollback beyond max_wait_ms: the exact refusal, before and after a restart.
 
 $log_at = -s $t->node->logfile;
+# The clock went back 501 ms from the highest time seen (T0 + 3.001 s), and is
+# 500 ms behind the last ID (T0 + 3 s, sequence 1).
 $t->set_clock(at(2.5));
 for my $i (1 .. 3)
 {
-	$r = $t->next_refused("clock 501 ms behind the last ID, call $i", $wait200,
+	$r = $t->next_refused("clock 500 ms behind the last ID, call $i", $wait200,
 		message => qr/^snowflake_next\(\) refused: the system clock is behind the IDs already issued$/);
-	like($r->{detail}, qr/^The clock went back 501 ms; it is 501 ms behind the last ID issued for datacenter 1, machine 1, and waiting for it would take longer than snowflake\.max_wait_ms \(200 ms\)\.$/,
+	like($r->{detail}, qr/^The clock went back 501 ms; it is 500 ms behind the last ID issued for datacenter 1, machine 1, and waiting for it would take longer than snowflake\.max_wait_ms \(200 ms\)\.$/,
 		"call $i: the detail says how far back, and how far behind");
 }
 is(log_count($t, qr/WARNING:  snowflake: the system clock went back/, $log_at), 1,
 	'three refused calls in one rollback: one WARNING');
 $t->restart;
-$r = $t->next_refused('after a restart, still 501 ms behind', $wait200,
+$r = $t->next_refused('after a restart, still 500 ms behind', $wait200,
 	message => qr/^snowflake_next\(\) refused: the system clock is behind the IDs already issued$/);
-like($r->{detail}, qr/501 ms behind the last ID issued or reserved for datacenter 1, machine 1/,
+like($r->{detail}, qr/The clock is 500 ms behind the last ID issued or reserved for datacenter 1, machine 1/,
 	'after a restart the refusal measures from the mark written at shutdown');
 $t->set_clock(at(3.002));
 is($t->next_id('after a restart, clock back'), id_at(3002, 0), 'after a restart: sequence 0 of the next ms');
