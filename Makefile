@@ -8,6 +8,7 @@ OBJS = \
 	src/snowflake.o \
 	src/shmem.o \
 	src/clock.o \
+	src/watch.o \
 	src/statefile.o \
 	src/mark.o \
 	src/generator.o \

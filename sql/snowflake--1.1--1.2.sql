@@ -1492,6 +1492,45 @@ COMMENT ON AGGREGATE min(@extschema@.snowflake) IS 'the smallest snowflake';
 
 -- ==== clock: clock health (README "Monitoring") ====
 
+-- snowflake_status() gains the clock's health: how far the wall clock is from the last ID's ms,
+-- the largest forward step of the clock seen, and whether generation is held for a forward jump.
+-- Its row gains columns, so it is dropped and created again (nothing of the extension depends on
+-- it; a user's view over it must be dropped before the update and created again after).
+DROP FUNCTION snowflake_status();
+
+CREATE FUNCTION snowflake_status(
+    OUT datacenter_id int,
+    OUT machine_id int,
+    OUT last_id bigint,
+    OUT last_ts timestamptz,
+    OUT last_sequence int,
+    OUT clock_rollbacks bigint,
+    OUT max_rollback_ms bigint,
+    OUT waits bigint,
+    OUT refusals bigint,
+    OUT reserved_until timestamptz,
+    OUT clock_offset_ms bigint,
+    OUT max_clock_jump_ms bigint,
+    OUT clock_held boolean)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'snowflake_status'
+LANGUAGE C VOLATILE PARALLEL SAFE;
+
+COMMENT ON FUNCTION snowflake_status() IS
+'one row per node slot that issued or refused since the server started: last ID, clock rollbacks, waits, refusals, durable reservation end, the wall clock''s offset from the last ID (ms), the largest forward clock step seen (ms) and whether generation is held for a forward jump';
+
+-- An operator accepts the wall clock as it is now, after a forward jump held generation.
+-- Superusers only: it lets IDs carry the new time.  A superuser may GRANT it to an operator role.
+CREATE FUNCTION snowflake_accept_clock()
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'snowflake_accept_clock'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+REVOKE ALL ON FUNCTION snowflake_accept_clock() FROM PUBLIC;
+
+COMMENT ON FUNCTION snowflake_accept_clock() IS
+'accept the wall clock as it is now, ending a hold of generation for a forward jump; returns how many ms the trusted time moved forward';
+
 -- ==== end clock ====
 
 -- ==== mark: the durable mark and its writer (src/mark.c, README "Monitoring") ====

@@ -3,7 +3,10 @@
  *
  * The wall clock (CLOCK_REALTIME) stamps IDs; NTP and people step it.  The
  * monotonic clock (instr_time) measures waits and deadlines: nobody steps it,
- * so a deadline on it ends even when the wall clock jumps.  This file calls
+ * so a deadline on it ends even when the wall clock jumps.  The boot clock
+ * (CLOCK_BOOTTIME) is the monotonic clock plus the time the machine slept:
+ * the clock watch compares the wall clock with it, so a suspend and resume is
+ * not mistaken for a forward jump.  This file calls
  * nothing else of the extension and must never read shared memory.
  */
 #include "postgres.h"
@@ -48,6 +51,16 @@ sf_mono_ns(void)
 
 	INSTR_TIME_SET_CURRENT(now);
 	return (int64) INSTR_TIME_GET_NANOSEC(now);
+}
+
+/* The boot clock, ns: never stepped, and it counts a suspended machine's sleep. */
+int64
+sf_boot_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_BOOTTIME, &ts);
+	return (int64) ts.tv_sec * INT64CONST(1000000000) + ts.tv_nsec;
 }
 
 /* Sleep for ns (short) without the latch; timer slack trimmed once per process. */

@@ -33,9 +33,10 @@ PG_FUNCTION_INFO_V1(snowflake_status);
 PG_FUNCTION_INFO_V1(snowflake_adopt_state);
 PG_FUNCTION_INFO_V1(snowflake_server_identity);
 PG_FUNCTION_INFO_V1(snowflake_state);
+PG_FUNCTION_INFO_V1(snowflake_accept_clock);
 
 #define SF_DECODE_COLS	5
-#define SF_STATUS_COLS	10
+#define SF_STATUS_COLS	13		/* 1.0 declares the first 10 */
 #define SF_STATE_COLS	11
 
 /* Refuse an int argument outside [min, max], naming it. */
@@ -230,15 +231,28 @@ snowflake_max_id(PG_FUNCTION_ARGS)
 	PG_RETURN_INT64(sf_make_id(tick, SF_MAX_DATACENTER, SF_MAX_MACHINE, SF_MAX_SEQUENCE));
 }
 
-/* snowflake_status(): one row per node slot used since start-up. */
+/*
+ * snowflake_status(): one row per node slot that issued or refused since
+ * start-up.  1.2 adds the clock's health: how far the wall clock is from the
+ * last ID's ms, the largest forward step seen and whether generation is held
+ * (both server-wide).  1.0 and 1.1 declare the first ten columns: the row is
+ * cut to what the catalog declares.
+ */
 Datum
 snowflake_status(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	TimestampTz reserved_until;
+	int			natts;
+	int64		now_ms;
 
 	sf_require_shared("snowflake_status()");
 	InitMaterializedSRF(fcinfo, 0);
+	natts = rsinfo->setDesc->natts;
+	if (natts > SF_STATUS_COLS)
+		elog(ERROR, "snowflake_status() is declared with %d columns, this library knows %d",
+			 natts, SF_STATUS_COLS);
+	now_ms = sf_wall_unix_ms();
 
 	reserved_until = sf_unix_ms_to_timestamptz((int64) pg_atomic_read_u64(&sf_shared->reserved) +
 											   SF_EPOCH_UNIX_MS);
@@ -251,7 +265,8 @@ snowflake_status(PG_FUNCTION_ARGS)
 		uint64		word;
 		int64		id;
 
-		if (pg_atomic_read_u32(&slot->used) == 0)
+		if (pg_atomic_read_u32(&slot->used) == 0 &&
+			pg_atomic_read_u64(&slot->refusals) == 0)
 			continue;
 
 		word = pg_atomic_read_u64(&slot->word);
@@ -267,6 +282,13 @@ snowflake_status(PG_FUNCTION_ARGS)
 		values[7] = Int64GetDatum((int64) pg_atomic_read_u64(&slot->waits));
 		values[8] = Int64GetDatum((int64) pg_atomic_read_u64(&slot->refusals));
 		values[9] = TimestampTzGetDatum(reserved_until);
+		/* 1.2: the clock's health. */
+		if (natts > 10)
+		{
+			values[10] = Int64GetDatum(now_ms - (sf_id_tick(id) + SF_EPOCH_UNIX_MS));
+			values[11] = Int64GetDatum((int64) pg_atomic_read_u64(&sf_shared->clock_max_jump));
+			values[12] = BoolGetDatum(pg_atomic_read_u64(&sf_shared->clock_held) != 0);
+		}
 
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
@@ -360,4 +382,20 @@ snowflake_state(PG_FUNCTION_ARGS)
 		values[10] = Float8GetDatum((double) (sf_mono_ns() - (int64) started) / SF_NS_PER_MS);
 
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(tupdesc), values, nulls)));
+}
+
+/*
+ * snowflake_accept_clock(): an operator accepts the wall clock as it is now,
+ * after a forward jump held generation (or before one is seen).  Returns how
+ * many ms the trusted time moved forward.  EXECUTE is revoked from PUBLIC.
+ */
+Datum
+snowflake_accept_clock(PG_FUNCTION_ARGS)
+{
+	int64		moved;
+
+	sf_require_shared("snowflake_accept_clock()");
+	moved = sf_watch_accept();
+	sf_mark_record_hold(false);
+	PG_RETURN_INT64(moved);
 }

@@ -8,9 +8,13 @@
  * clock, holds nothing while it sleeps, and ends at once on cancel, statement
  * timeout or postmaster death.  No ID whose ms lies beyond the durable mark is
  * ever returned: the caller waits for the reservation writer to raise it (and
- * fsync it) first, within the same deadline.  This file may call mark.c,
- * clock.c and shmem.c; it must never wrap a sequence, mask a field, write a
- * file or sleep while holding a lock.
+ * fsync it) first, within the same deadline.  A clock before the epoch, or
+ * one the clock watch holds for a forward jump, is refused at once.  Clock
+ * episodes (a rollback begins and ends, a streak of refusals begins and ends)
+ * make one WARNING each, written by the one backend whose compare-and-swap
+ * starts or ends the episode.  This file may call mark.c, watch.c, clock.c
+ * and shmem.c; it must never wrap a sequence, mask a field, write a file or
+ * sleep while holding a lock.
  */
 #include "postgres.h"
 
@@ -80,15 +84,28 @@ sf_check_can_generate(const char *caller)
 						 "remove the file and start the server.")));
 }
 
-/* Note the clock in the slot; count a step back once, by whoever sees it first. */
+#define SF_DC(node)		((node) / (int) (SF_MAX_MACHINE + 1))
+#define SF_MC(node)		((node) % (int) (SF_MAX_MACHINE + 1))
+
+/*
+ * Note the clock in the slot; count a step back once, by whoever sees it
+ * first.  A rollback episode begins when the clock goes below the highest time
+ * seen and ends when it is back there: one WARNING each.
+ */
 static inline void
-sf_note_clock(SnowflakeSlot *slot, uint64 seen, int64 now_ms)
+sf_note_clock(SnowflakeSlot *slot, int node, uint64 seen, int64 now_ms)
 {
 	if (now_ms > (int64) seen)
 	{
 		uint64		high = pg_atomic_read_u64(&slot->clock_high);
+		uint32		rolling = pg_atomic_read_u32(&slot->rolling_back);
 
 		(void) pg_atomic_compare_exchange_u64(&slot->clock_last, &seen, (uint64) now_ms);
+		if (unlikely(rolling != 0) && (uint64) now_ms >= high &&
+			pg_atomic_compare_exchange_u32(&slot->rolling_back, &rolling, 0))
+			ereport(WARNING,
+					(errmsg("snowflake: the system clock is back at the highest time seen for datacenter %d, machine %d: the clock rollback is over",
+							SF_DC(node), SF_MC(node))));
 		while ((uint64) now_ms > high &&
 			   !pg_atomic_compare_exchange_u64(&slot->clock_high, &high, (uint64) now_ms))
 			;
@@ -98,12 +115,76 @@ sf_note_clock(SnowflakeSlot *slot, uint64 seen, int64 now_ms)
 	{
 		uint64		back = seen - (uint64) now_ms;
 		uint64		max = pg_atomic_read_u64(&slot->max_rollback);
+		uint32		rolling = 0;
 
 		pg_atomic_fetch_add_u64(&slot->rollbacks, 1);
 		while (back > max &&
 			   !pg_atomic_compare_exchange_u64(&slot->max_rollback, &max, back))
 			;
+		if (pg_atomic_compare_exchange_u32(&slot->rolling_back, &rolling, 1))
+			ereport(WARNING,
+					(errmsg("snowflake: the system clock went back %llu ms for datacenter %d, machine %d: "
+							"IDs wait for it (up to snowflake.max_wait_ms) or are refused until it is back",
+							(unsigned long long) back, SF_DC(node), SF_MC(node))));
 	}
+}
+
+/*
+ * Count a refusal; the SF_REFUSAL_STREAK-th in a row (no ID issued between)
+ * makes one WARNING, written by the backend whose increment reached it.
+ */
+static void
+sf_count_refusal(SnowflakeSlot *slot, int node, const char *why)
+{
+	pg_atomic_fetch_add_u64(&slot->refusals, 1);
+	if (pg_atomic_fetch_add_u32(&slot->refusal_streak, 1) + 1 == SF_REFUSAL_STREAK)
+		ereport(WARNING,
+				(errmsg("snowflake: %d calls in a row refused for datacenter %d, machine %d, the last because %s",
+						SF_REFUSAL_STREAK, SF_DC(node), SF_MC(node), why)));
+}
+
+/* An ID was issued: end a streak of refusals (one WARNING if it made one). */
+static inline void
+sf_end_refusals(SnowflakeSlot *slot, int node)
+{
+	uint32		streak;
+
+	if (likely(pg_atomic_read_u32(&slot->refusal_streak) == 0))
+		return;
+	streak = pg_atomic_exchange_u32(&slot->refusal_streak, 0);
+	if (streak >= SF_REFUSAL_STREAK)
+		ereport(WARNING,
+				(errmsg("snowflake: datacenter %d, machine %d issues IDs again after %u refused calls in a row",
+						SF_DC(node), SF_MC(node), streak)));
+}
+
+/* Refuse a call while the clock watch holds generation for a forward jump. */
+static void
+sf_refuse_jump(SnowflakeSlot *slot, int node, int64 held_ms, const char *caller)
+{
+	sf_count_refusal(slot, node, "the clock jumped forward");
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("%s refused: the system clock jumped %lld ms forward", caller, (long long) held_ms),
+			 errdetail("The wall clock moved %lld ms further than the boot clock, more than snowflake.max_clock_jump_ms (%d ms) allows; "
+					   "no ID is issued at the new time, and none is reserved beyond the old one, until the clock comes back "
+					   "or the new time is accepted.",
+					   (long long) held_ms, sf_max_clock_jump_ms),
+			 errhint("If the new time is wrong, correct the clock: generation resumes by itself. "
+					 "If it is right, a superuser runs SELECT snowflake_accept_clock().")));
+}
+
+/* Refuse a call while the clock reads a time before the Snowflake epoch. */
+static void
+sf_refuse_epoch(SnowflakeSlot *slot, int node, int64 now_tick, const char *caller)
+{
+	sf_count_refusal(slot, node, "the clock is before the Snowflake epoch");
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("%s refused: the system clock is before the Snowflake epoch, %s", caller, SF_MIN_TEXT),
+			 errdetail("The clock reads %lld ms before the epoch; a Snowflake ID cannot hold an earlier time.",
+					   (long long) -now_tick),
+			 errhint("Check the server's time synchronisation.")));
 }
 
 /*
@@ -118,7 +199,7 @@ sf_refuse(SnowflakeSlot *slot, int node, uint64 old, int64 last_tick, int64 now_
 	int64		back = (int64) pg_atomic_read_u64(&slot->clock_high) - now_ms;
 	int64		behind = SF_WORD_TICK(old) - now_tick;
 
-	pg_atomic_fetch_add_u64(&slot->refusals, 1);
+	sf_count_refusal(slot, node, behind > sf_max_lead_ms ? "the clock is behind the IDs issued" : "no timestamp was free");
 
 	/* Behind the IDs by more than this session's lead: the clock is the problem. */
 	if (behind > sf_max_lead_ms)
@@ -175,12 +256,21 @@ sf_reserve(int node, int64 count, const char *caller)
 		uint64		seen = pg_atomic_read_u64(&slot->clock_last);
 		int64		now_ns;
 		int64		now_ms;
+		int64		held_ms;
 
 		old = pg_atomic_read_u64(&slot->word);
 		now_ns = sf_wall_ns();
 		now_ms = now_ns / SF_NS_PER_MS;
 		now_tick = now_ms - SF_EPOCH_UNIX_MS;
-		sf_note_clock(slot, seen, now_ms);
+
+		/* A clock that jumped forward is held: nothing at the new time. */
+		if (unlikely(sf_watch_look(now_ns, &held_ms) != SF_WATCH_SAME))
+			sf_mark_record_hold(false);
+		if (unlikely(held_ms != 0))
+			sf_refuse_jump(slot, node, held_ms, caller);
+		if (unlikely(now_tick < 0))
+			sf_refuse_epoch(slot, node, now_tick, caller);
+		sf_note_clock(slot, node, seen, now_ms);
 
 		/*
 		 * The run starts at the current ms, or right after the last ID.  Once
@@ -188,7 +278,7 @@ sf_reserve(int node, int64 count, const char *caller)
 		 * run longer than the clock allows is issued when the clock reaches
 		 * its end, as single calls would have been, instead of chasing it.
 		 */
-		first = Max(old + 1, waited ? anchor : SF_WORD(Max(now_tick, 0), 0));
+		first = Max(old + 1, waited ? anchor : SF_WORD(now_tick, 0));
 		last_tick = SF_WORD_TICK(first + (uint64) (count - 1));
 
 		if (last_tick > SF_MAX_TICK)
@@ -230,7 +320,7 @@ sf_reserve(int node, int64 count, const char *caller)
 			marked = true;
 			if (!sf_mark_await(last_tick, Max(deadline, sf_mono_ns() + SF_MARK_GRACE_MS * SF_NS_PER_MS)))
 			{
-				pg_atomic_fetch_add_u64(&slot->refusals, 1);
+				sf_count_refusal(slot, node, "the durable mark could not be raised");
 				sf_mark_refuse(caller);
 			}
 			continue;
@@ -242,6 +332,7 @@ sf_reserve(int node, int64 count, const char *caller)
 
 	if (pg_atomic_read_u32(&slot->used) == 0)
 		pg_atomic_write_u32(&slot->used, 1);
+	sf_end_refusals(slot, node);
 	if (waited || marked)
 		pg_atomic_fetch_add_u64(&slot->waits, 1);
 

@@ -9,7 +9,10 @@
  * until its deadline (snowflake.max_wait_ms), cancellably; it refuses when the
  * write stalls or fails.  How far ahead the writer reserves follows how long
  * writes actually take.  No ID beyond a mark that was fsynced is ever issued.
- * This file may call statefile.c, wal.c, clock.c and shmem.c; it never hands
+ * While the clock watch holds generation (a forward clock jump), marks are
+ * sized from the trusted time, never from the jumped wall clock, and every
+ * file written records the hold and the trusted time, so a restart keeps it.
+ * This file may call watch.c, statefile.c, wal.c, clock.c and shmem.c; it never hands
  * out IDs and never touches a generator word except to raise it on replay.
  */
 #include "postgres.h"
@@ -73,6 +76,14 @@ sf_issued_high(void)
 	return high;
 }
 
+/* The clock part of a state file image: the trusted time, and whether generation is held. */
+static void
+sf_mark_clock(SnowflakeStateImage *img)
+{
+	img->wall_unix_ms = sf_watch_trusted_ms();
+	img->held = pg_atomic_read_u64(&sf_shared->clock_held) != 0;
+}
+
 /* Report a failed write of the state file at elevel, with a detail. */
 static void
 sf_report_write(int save_errno, SnowflakeWriteStep step, int elevel, const char *detail)
@@ -126,7 +137,7 @@ sf_mark_write(int64 target, bool wait, bool by_writer)
 	sf_wal_log_mark((uint64) target);
 	memset(&img, 0, sizeof(img));
 	img.mark = (uint64) target;
-	img.wall_unix_ms = sf_wall_unix_ms();
+	sf_mark_clock(&img);
 	img.owner = sf_shared->owner;
 	res = sf_statefile_write(&img);
 
@@ -141,6 +152,7 @@ sf_mark_write(int64 target, bool wait, bool by_writer)
 		/* Readers must never see the new mark before the file holds it. */
 		pg_write_barrier();
 		pg_atomic_write_u64(&sf_shared->reserved, (uint64) target);
+		pg_atomic_write_u32(&sf_shared->clock_held_recorded, img.held ? 1 : 0);
 	}
 	else
 	{
@@ -166,7 +178,7 @@ sf_mark_write(int64 target, bool wait, bool by_writer)
 static int64
 sf_mark_target(int64 need_tick)
 {
-	int64		now_tick = sf_wall_unix_ms() - SF_EPOCH_UNIX_MS;
+	int64		now_tick = sf_watch_trusted_ms() - SF_EPOCH_UNIX_MS;
 
 	return Min(Max(need_tick, now_tick) + sf_mark_ahead_ms(), SF_MAX_TICK);
 }
@@ -182,6 +194,17 @@ sf_mark_writer_step(void)
 	int64		high;
 	int64		reserved;
 	int64		target;
+	int64		held_ms;
+
+	/*
+	 * Look at the clock even when idle: drift is taken in, a jump is seen.
+	 * Record a hold, or its end, that the state file does not say yet (a
+	 * caller that saw it first could not take the lock).
+	 */
+	(void) sf_watch_look(sf_wall_ns(), &held_ms);
+	if ((pg_atomic_read_u64(&sf_shared->clock_held) != 0) !=
+		(pg_atomic_read_u32(&sf_shared->clock_held_recorded) != 0))
+		sf_mark_record_hold(true);
 
 	if (sf_shared->status != SF_STATE_OK || RecoveryInProgress())
 		return Max(sf_reservation_ms / 2, 10);
@@ -347,8 +370,9 @@ sf_state_damaged(SnowflakeShared *shared, const char *fmt,...)
  * Load the state file into shared.  A missing file is a new cluster: the file
  * is created at once, so that every later copy of this data directory carries
  * its owner.  A damaged one stops generation; it is never rewritten.
+ * Returns whether the file records generation held for a clock jump.
  */
-static void
+static bool
 sf_mark_load(SnowflakeShared *shared)
 {
 	SnowflakeStateImage img;
@@ -363,7 +387,7 @@ sf_mark_load(SnowflakeShared *shared)
 	if (!sf_datadir_identity(&shared->self))
 	{
 		sf_state_damaged(shared, "Could not stat the data directory: %s.", strerror(errno));
-		return;
+		return false;
 	}
 	shared->owner = shared->self;
 
@@ -371,7 +395,7 @@ sf_mark_load(SnowflakeShared *shared)
 	if (st == SF_READ_DAMAGED)
 	{
 		sf_state_damaged(shared, "%s", why);
-		return;
+		return false;
 	}
 	if (st == SF_READ_MISSING)
 	{
@@ -389,12 +413,12 @@ sf_mark_load(SnowflakeShared *shared)
 			sf_write_step_text(res.step, &action, &path);
 			sf_state_damaged(shared, "It does not exist, and could not be created (%s %s): %s.",
 							 action, path, strerror(res.save_errno));
-			return;
+			return false;
 		}
 		ereport(LOG,
 				(errmsg("snowflake state file \"%s\" created; generation starts from the clock",
 						SF_STATE_FILE)));
-		return;
+		return false;
 	}
 
 	shared->floor = img.mark;
@@ -419,6 +443,7 @@ sf_mark_load(SnowflakeShared *shared)
 			(errmsg("snowflake generation starts above " INT64_FORMAT " (Unix ms), from a %s",
 					(int64) img.mark + SF_EPOCH_UNIX_MS,
 					img.clean ? "clean shutdown" : "reservation")));
+	return img.held;
 }
 
 /*
@@ -430,9 +455,11 @@ void
 sf_mark_startup(SnowflakeShared *shared)
 {
 	uint64		start_word;
+	bool		held;
 
-	sf_mark_load(shared);
+	held = sf_mark_load(shared);
 	pg_atomic_write_u64(&shared->reserved, shared->floor);
+	sf_watch_startup(shared, held, (int64) shared->clock_seen);
 
 	/* The next ID of every node lies in the first ms after the mark. */
 	start_word = SF_WORD(shared->floor, SF_MAX_SEQUENCE);
@@ -472,7 +499,7 @@ sf_mark_shutdown(SnowflakeShared *shared)
 
 	memset(&img, 0, sizeof(img));
 	img.mark = last;
-	img.wall_unix_ms = sf_wall_unix_ms();
+	sf_mark_clock(&img);
 	img.owner = shared->owner;
 	img.clean = true;
 	res = sf_statefile_write(&img);
@@ -508,7 +535,7 @@ sf_mark_replayed(uint64 mark_tick)
 
 			memset(&img, 0, sizeof(img));
 			img.mark = mark_tick;
-			img.wall_unix_ms = sf_wall_unix_ms();
+			sf_mark_clock(&img);
 			img.owner = sf_shared->owner;
 			res = sf_statefile_write(&img);
 		}
@@ -559,7 +586,7 @@ sf_state_adopt(void)
 	old_owner = sf_shared->owner;
 	memset(&img, 0, sizeof(img));
 	img.mark = pg_atomic_read_u64(&sf_shared->reserved);
-	img.wall_unix_ms = sf_wall_unix_ms();
+	sf_mark_clock(&img);
 	img.owner = sf_shared->self;
 	res = sf_statefile_write(&img);
 	if (res.ok)
@@ -574,4 +601,45 @@ sf_state_adopt(void)
 	ereport(LOG,
 			(errmsg("snowflake node state adopted by this data directory (%s), from %s",
 					sf_identity_text(&sf_shared->self), sf_identity_text(&old_owner))));
+}
+
+/*
+ * Record in the state file whether the clock watch holds generation, with the
+ * trusted time, so that a restart (or a crash) keeps a hold (watch.c).  The
+ * mark is rewritten as it is.  Called by the process whose look began or
+ * ended a hold and by snowflake_accept_clock(), without waiting for the lock
+ * (wait = false: when a write is under way the reservation writer is woken,
+ * and records it at its next look), and by the writer (wait = true).
+ */
+void
+sf_mark_record_hold(bool wait)
+{
+	SnowflakeStateImage img;
+	SnowflakeStateResult res;
+
+	if (sf_shared->status != SF_STATE_OK || sf_shared->copied || RecoveryInProgress())
+		return;					/* never overwrite a file we could not trust */
+
+	if (wait)
+		LWLockAcquire(sf_shared->lock, LW_EXCLUSIVE);
+	else if (!LWLockConditionalAcquire(sf_shared->lock, LW_EXCLUSIVE))
+	{
+		Latch	   *latch = (Latch *) sf_shared->worker_latch;
+
+		if (latch != NULL)
+			SetLatch(latch);
+		return;
+	}
+	memset(&img, 0, sizeof(img));
+	img.mark = pg_atomic_read_u64(&sf_shared->reserved);
+	sf_mark_clock(&img);
+	img.owner = sf_shared->owner;
+	res = sf_statefile_write(&img);
+	if (res.ok)
+		pg_atomic_write_u32(&sf_shared->clock_held_recorded, img.held ? 1 : 0);
+	LWLockRelease(sf_shared->lock);
+
+	if (!res.ok)
+		sf_report_write(res.save_errno, res.step, WARNING,
+						"Whether generation is held for a forward clock jump is not recorded: a restart now may trust the clock as it is.");
 }

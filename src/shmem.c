@@ -59,6 +59,10 @@ sf_shmem_init(void)
 	pg_atomic_init_u64(&sf_shared->caller_writes, 0);
 	pg_atomic_init_u32(&sf_shared->fail_errno, 0);
 	pg_atomic_init_u32(&sf_shared->fail_step, 0);
+	pg_atomic_init_u64(&sf_shared->clock_base, 0);
+	pg_atomic_init_u64(&sf_shared->clock_held, 0);
+	pg_atomic_init_u64(&sf_shared->clock_max_jump, 0);
+	pg_atomic_init_u32(&sf_shared->clock_held_recorded, 0);
 	for (int i = 0; i < SF_NODE_COUNT; i++)
 	{
 		SnowflakeSlot *slot = &sf_shared->slots[i].slot;
@@ -73,6 +77,8 @@ sf_shmem_init(void)
 		pg_atomic_init_u64(&slot->claim_until, 0);
 		pg_atomic_init_u64(&slot->claim_bound, 0);
 		pg_atomic_init_u32(&slot->used, 0);
+		pg_atomic_init_u32(&slot->rolling_back, 0);
+		pg_atomic_init_u32(&slot->refusal_streak, 0);
 	}
 	return true;
 }

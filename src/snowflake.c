@@ -32,6 +32,7 @@ char	   *sf_registry = NULL;
 char	   *sf_registry_database = NULL;
 char	   *sf_registry_role = NULL;
 int			sf_registry_lease_ms = 300000;
+int			sf_max_clock_jump_ms = SF_MAX_CLOCK_JUMP_DEFAULT;
 
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
@@ -118,6 +119,15 @@ _PG_init(void)
 							"generation may wait up to this long for the clock to pass the mark.",
 							&sf_reservation_ms,
 							1000, 10, 3600000,
+							PGC_SIGHUP, GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("snowflake.max_clock_jump_ms",
+							"The largest forward step of the wall clock that generation takes in silently.",
+							"A larger step, measured against the boot clock, holds generation at the old time until the clock "
+							"comes back or a superuser runs snowflake_accept_clock(). 0 turns the check off.",
+							&sf_max_clock_jump_ms,
+							SF_MAX_CLOCK_JUMP_DEFAULT, 0, INT_MAX,
 							PGC_SIGHUP, GUC_UNIT_MS,
 							NULL, NULL, NULL);
 

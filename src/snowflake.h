@@ -13,6 +13,7 @@
  *                 the generator; and its claimer (a background worker)
  *   mark.c        the durable mark's policy: when and how far to raise it,
  *                 start-up, shutdown, replay, adoption
+ *   watch.c       the clock's health: forward jumps, the time to trust
  *   wal.c         the mark's WAL record
  *   statefile.c   the state file's bytes on disk, the data directory identity
  *   clock.c       the clocks and sleeping
@@ -39,6 +40,10 @@
  *   afterwards.  owner and copied change only under the lock (adoption);
  *   copied is read without it.
  * - Counters and the writer's timings are atomics, updated without a lock.
+ * - The clock watch (clock_base, clock_held, clock_max_jump) and the episode
+ *   flags of a slot (rolling_back, refusal_streak) are atomics: an episode's
+ *   WARNING is written by the one process whose compare-and-swap starts or
+ *   ends it, never under a lock.
  * - Nothing may ereport, allocate or sleep while holding the lock: the file
  *   code returns an error description, which is reported after release.
  */
@@ -66,11 +71,14 @@ extern char *sf_registry;
 extern char *sf_registry_database;
 extern char *sf_registry_role;
 extern int	sf_registry_lease_ms;
+extern int	sf_max_clock_jump_ms;
 
 #define SF_NODE_UNSET		(-1)
 #define SF_NS_PER_MS		INT64CONST(1000000)
 #define SF_MAX_LEAD_LIMIT	3600000		/* 1 hour */
 #define SF_MAX_N			10000000	/* snowflake_next_n's bound */
+#define SF_MAX_CLOCK_JUMP_DEFAULT	60000	/* snowflake.max_clock_jump_ms, 1 minute */
+#define SF_REFUSAL_STREAK	10			/* consecutive refusals that make an alert */
 
 /* One node's generator, alone on its cache lines. */
 typedef struct SnowflakeSlot
@@ -85,6 +93,8 @@ typedef struct SnowflakeSlot
 	pg_atomic_uint64 claim_until;	/* registry lease of this node, Unix ms */
 	pg_atomic_uint64 claim_bound;	/* no ID past this Unix ms under the claim */
 	pg_atomic_uint32 used;		/* issued an ID since start-up */
+	pg_atomic_uint32 rolling_back;	/* 1 while the clock is behind clock_high */
+	pg_atomic_uint32 refusal_streak;	/* refusals since the last ID issued */
 } SnowflakeSlot;
 
 typedef union SnowflakeSlotPadded
@@ -134,6 +144,12 @@ typedef struct SnowflakeShared
 	pg_atomic_uint32 fail_step;
 	void	   *volatile worker_latch;	/* the writer's latch, NULL when none runs */
 	char		pad3[PG_CACHE_LINE_SIZE];
+	/* The clock watch (watch.c): read on the hot path, written on changes. */
+	pg_atomic_uint64 clock_base;	/* trusted wall - boot clock, ns; 0: not yet */
+	pg_atomic_uint64 clock_held;	/* forward jump (ms) holding generation; 0: none */
+	pg_atomic_uint64 clock_max_jump;	/* largest forward step seen, ms */
+	pg_atomic_uint32 clock_held_recorded;	/* the state file records a hold (under lock) */
+	char		pad4[PG_CACHE_LINE_SIZE];
 	SnowflakeSlotPadded slots[SF_NODE_COUNT];
 } SnowflakeShared;
 
@@ -148,6 +164,7 @@ extern void sf_require_shared(const char *caller);
 extern int64 sf_wall_ns(void);
 extern int64 sf_wall_unix_ms(void);
 extern int64 sf_mono_ns(void);
+extern int64 sf_boot_ns(void);
 extern bool sf_sleep_until(int64 target_wall_ns, int64 deadline_mono_ns);
 
 /* statefile.c: the durable state file */
@@ -160,6 +177,7 @@ typedef struct SnowflakeStateImage
 	int64		wall_unix_ms;	/* wall clock when written */
 	SnowflakeIdentity owner;
 	bool		clean;			/* written at clean shutdown: mark is the last ms */
+	bool		held;			/* generation held for a forward clock jump */
 } SnowflakeStateImage;
 
 typedef enum SnowflakeReadStatus
@@ -219,6 +237,22 @@ extern long sf_mark_writer_step(void);
 extern void sf_mark_replayed(uint64 mark_tick);
 extern void sf_state_adopt(void);
 extern int64 sf_mark_margin_ms(void);
+
+/* watch.c: the clock's health */
+typedef enum SnowflakeWatchEvent
+{
+	SF_WATCH_SAME,				/* nothing changed */
+	SF_WATCH_HELD,				/* this look began a hold */
+	SF_WATCH_RELEASED			/* this look ended one: the clock came back */
+} SnowflakeWatchEvent;
+
+extern SnowflakeWatchEvent sf_watch_look(int64 wall_ns, int64 *held_ms);
+extern int64 sf_watch_trusted_ms(void);
+extern int64 sf_watch_accept(void);
+extern void sf_watch_startup(SnowflakeShared *shared, bool held, int64 clock_seen_ms);
+
+/* mark.c, for the watch's episodes: record a hold (or its end) in the state file */
+extern void sf_mark_record_hold(bool wait);
 
 /* generator.c */
 extern uint64 sf_reserve(int node, int64 count, const char *caller);

@@ -32,6 +32,7 @@
 #define SF_STATE_VERSION	2
 #define SF_STATE_CLEAN		0x1			/* written at clean shutdown */
 #define SF_STATE_BTIME		0x2			/* owner_btime_* are known */
+#define SF_STATE_HELD		0x4			/* generation held for a forward clock jump */
 
 /* Version 2 on disk: fixed size, no padding, CRC-32C over everything before crc. */
 typedef struct SnowflakeStateFile
@@ -186,6 +187,7 @@ sf_statefile_read(SnowflakeStateImage *img, char *why, size_t whylen)
 		img->mark = file.mark;
 		img->wall_unix_ms = file.wall_unix_ms;
 		img->clean = (file.flags & SF_STATE_CLEAN) != 0;
+		img->held = (file.flags & SF_STATE_HELD) != 0;
 		img->owner.ino = file.owner_ino;
 		img->owner.dev = file.owner_dev;
 		img->owner.has_btime = (file.flags & SF_STATE_BTIME) != 0;
@@ -259,6 +261,8 @@ sf_statefile_write(const SnowflakeStateImage *img)
 		file.owner_btime_sec = img->owner.btime_sec;
 		file.owner_btime_nsec = img->owner.btime_nsec;
 	}
+	if (img->held)
+		file.flags |= SF_STATE_HELD;
 	if (img->clean)
 		file.flags |= SF_STATE_CLEAN;
 	file.crc = sf_crc(&file, offsetof(SnowflakeStateFile, crc));

@@ -81,9 +81,10 @@ INSERT INTO want_setting VALUES
  ('snowflake.registry', 'string', NULL, NULL, '', NULL, 'postmaster'),
  ('snowflake.registry_database', 'string', NULL, NULL, 'postgres', NULL, 'postmaster'),
  ('snowflake.registry_lease_ms', 'integer', '3000', '86400000', '300000', 'ms', 'sighup'),
- ('snowflake.registry_role', 'string', NULL, NULL, '', NULL, 'sighup');
+ ('snowflake.registry_role', 'string', NULL, NULL, '', NULL, 'sighup'),
+ ('snowflake.max_clock_jump_ms', 'integer', '0', '2147483647', '60000', 'ms', 'sighup');
 
-SELECT plan(4 + 13 * 11 + 11 * 7 + 1);
+SELECT plan(4 + 13 * 11 + 12 * 7 + 1);
 
 -- The extension.
 
@@ -140,7 +141,7 @@ FROM want_setting w LEFT JOIN pg_settings s USING (name) ORDER BY w.name;
 -- No other snowflake.* setting exists (a new one must be added above).
 SELECT set_eq($$SELECT name FROM pg_settings WHERE name LIKE 'snowflake.%'$$,
               $$SELECT name FROM want_setting$$,
-              'the snowflake.* settings are exactly these eleven');
+              'the snowflake.* settings are exactly these twelve');
 
 SELECT * FROM finish();
 ROLLBACK;

@@ -21,7 +21,8 @@ use SnowflakeTest;
 use Test::More;
 use Time::HiRes qw(usleep);
 
-my $p = SnowflakeTest->new('primary', allows_streaming => 1);
+# The clocks step 1 h forward on purpose: the forward-jump check is off (130_boundaries.pl).
+my $p = SnowflakeTest->new('primary', allows_streaming => 1, conf => 'snowflake.max_clock_jump_ms = 0');
 $p->start;
 $p->query('CREATE EXTENSION snowflake; CREATE TABLE t (id bigint PRIMARY KEY)');
 $p->query('INSERT INTO t SELECT snowflake_next() FROM generate_series(1, 1000)');
