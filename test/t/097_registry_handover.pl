@@ -33,7 +33,8 @@ $r->init;
 $r->start;
 $r->safe_psql('postgres', "CREATE TABLE public.snowflake_registry ($registry_ddl)");
 
-my $conf = "snowflake.require_claim = on\nmax_prepared_transactions = 2\n";
+# The clock is stepped forward on purpose: the forward-jump hold is off here (130 tests it).
+my $conf = "snowflake.require_claim = on\nmax_prepared_transactions = 2\nsnowflake.max_clock_jump_ms = 0\n";
 my $a = SnowflakeTest->new('a', conf => $conf, id_key => 'node');
 my $b = SnowflakeTest->new('b', conf => $conf, id_key => 'node');
 foreach my $n ($a, $b)
