@@ -43,9 +43,12 @@ DROP TABLE t_up, t_up_serial;
 DROP EXTENSION snowflake;
 CREATE EXTENSION snowflake;
 SELECT extversion FROM pg_extension WHERE extname = 'snowflake';
+-- (PostgreSQL 17 and later also record the array type snowflake[] as a member: not counted.)
 SELECT count(*) AS members
 FROM pg_depend d JOIN pg_extension e ON d.refobjid = e.oid AND d.refclassid = 'pg_extension'::regclass
-WHERE e.extname = 'snowflake' AND d.deptype = 'e';
+WHERE e.extname = 'snowflake' AND d.deptype = 'e'
+  AND NOT (d.classid = 'pg_type'::regclass
+           AND EXISTS (SELECT FROM pg_type t WHERE t.oid = d.objid AND t.typcategory = 'A'));
 DROP EXTENSION snowflake;
 
 -- in a schema of its own, updated, then used with a search_path that does not hold it
