@@ -149,7 +149,8 @@ sf_watch_accept(void)
  * Fresh shared memory (postmaster, at start-up and after a crash): no hold,
  * and the first look trusts the clock; unless the state file records a hold,
  * whose trusted time (clock_seen_ms) is trusted again, plus the time since
- * now.  A clock far ahead of the file's time is only logged: downtime and a
+ * now, or the clock is behind that time (it went back while the server was
+ * down), when that time is trusted too: its correction is no jump.  A clock far ahead of the file's time is only logged: downtime and a
  * jump while the server was down look the same.
  */
 void
@@ -168,6 +169,16 @@ sf_watch_startup(SnowflakeShared *shared, bool held, int64 clock_seen_ms)
 				(errmsg("snowflake: the state file records generation held for a forward clock jump; "
 						"the time trusted then (Unix ms " INT64_FORMAT ") is trusted again",
 						clock_seen_ms)));
+	}
+	else if (clock_seen_ms > sf_wall_unix_ms())
+	{
+		/*
+		 * The clock is behind the time the state file was written at: it went
+		 * back while the server was down.  Trust that time, so that the clock's
+		 * correction forward, back to it, is no jump.
+		 */
+		pg_atomic_write_u64(&shared->clock_base,
+							(uint64) (clock_seen_ms * SF_NS_PER_MS - sf_boot_ns()));
 	}
 	else if (sf_max_clock_jump_ms > 0 && clock_seen_ms > 0 &&
 			 sf_wall_unix_ms() - clock_seen_ms > sf_max_clock_jump_ms)
