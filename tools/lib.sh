@@ -55,6 +55,27 @@ sf_build_install() {
 	sf_as_root make -s PG_CONFIG="$PG_CONFIG" install >/dev/null
 }
 
+# sf_private_pg DIR MAJOR: a private, relocated copy of this machine's PostgreSQL MAJOR in DIR
+# (binaries, share, headers), made once under a lock of its own and reused: builds install
+# into it and tests run from it, so the host's installation is never touched.
+sf_private_pg() {
+	local base=$1 major=$2 d
+	mkdir -p "$base"
+	(
+		flock 8
+		[ -f "$base/.complete" ] && exit 0
+		sf_log "making a private copy of PostgreSQL $major in $base"
+		for d in "/usr/lib/postgresql/$major" "/usr/share/postgresql/$major" /usr/include/postgresql; do
+			sf_as_root rm -rf "$base$d"
+			sf_as_root mkdir -p "$(dirname "$base$d")"
+			sf_as_root cp -a "$d" "$base$d" || exit 1
+		done
+		[ "$("$base/usr/lib/postgresql/$major/bin/pg_config" --bindir)" = "$base/usr/lib/postgresql/$major/bin" ] ||
+			{ echo "the copy of PostgreSQL $major in $base is not relocatable" >&2; exit 1; }
+		touch "$base/.complete"
+	) 8>>"$base.lock"
+}
+
 # A fresh directory owned by the server user.
 sf_user_dir() {
 	local d

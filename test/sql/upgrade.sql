@@ -35,10 +35,10 @@ SELECT snowflake_format(1724551110457221119) ->> 'id' AS formatted;
 SELECT snowflake_migrate_column('t_up_serial') ->> 'changed' AS migrated;
 ALTER EXTENSION snowflake UPDATE;
 SELECT extversion FROM pg_extension WHERE extname = 'snowflake';
-INSERT INTO t_up (v) VALUES ('after 1.2');
+INSERT INTO t_up (v) VALUES ('after the update');
 SELECT count(*) AS rows, count(DISTINCT id) AS distinct_ids FROM t_up;
 
--- a fresh CREATE EXTENSION installs 1.2
+-- a fresh CREATE EXTENSION installs the default version (1.3)
 DROP TABLE t_up, t_up_serial;
 DROP EXTENSION snowflake;
 CREATE EXTENSION snowflake;

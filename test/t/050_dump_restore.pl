@@ -75,7 +75,7 @@ $dst->safe_psql('postgres', 'CREATE DATABASE app');
 $dst->command_ok([ 'pg_restore', '--exit-on-error', '-d', $dst->connstr('app'), $dump ], 'pg_restore');
 
 is($dst->safe_psql('app', "SELECT extversion FROM pg_extension WHERE extname = 'snowflake'"),
-	'1.2', 'extension restored at version 1.2');
+	'1.3', 'extension restored at version 1.3');
 is($dst->safe_psql('app', $fingerprint), $before, 'every row identical after restore (md5 of ordered rows)');
 is($dst->safe_psql('app', $defaults), $before_defaults, 'column types and snowflake_next() defaults restored');
 is($dst->safe_psql('app', "SELECT count(*) FROM pg_class WHERE relkind = 'S'"), '0', 'no sequence came back');

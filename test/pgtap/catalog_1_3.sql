@@ -1,10 +1,10 @@
--- catalog_1_2.sql: version 1.2 is the default, and every update path ends where a fresh
+-- catalog_1_3.sql: version 1.3 is the default, and every update path ends where a fresh
 -- install does.
 --
 -- For each member of the extension: its description, and for functions their whole
 -- definition (pg_get_functiondef: arguments, result, language, labels, SET clauses, body)
--- with their privileges; for aggregates their pg_aggregate row.  A fresh 1.2, 1.0 updated to 1.2, and 1.1 updated to 1.2 must
--- agree row for row.  What each 1.2 function promises is checked in the pgTAP file of its
+-- with their privileges; for aggregates their pg_aggregate row.  A fresh 1.3, and 1.0, 1.1 and 1.2 updated to 1.3 must
+-- agree row for row.  What each 1.2 and 1.3 function promises is checked in the pgTAP file of its
 -- area.  Everything happens in one transaction that is rolled back.
 
 \set ON_ERROR_STOP 1
@@ -38,25 +38,31 @@ FROM pg_catalog.pg_depend d
 WHERE d.deptype = 'e'
   AND d.refobjid = (SELECT e.oid FROM pg_catalog.pg_extension e WHERE e.extname = 'snowflake');
 
-SELECT plan(4);
+SELECT plan(5);
 
 CREATE EXTENSION snowflake;
-SELECT is((SELECT extversion FROM pg_extension WHERE extname = 'snowflake'), '1.2',
-          'CREATE EXTENSION snowflake installs version 1.2');
+SELECT is((SELECT extversion FROM pg_extension WHERE extname = 'snowflake'), '1.3',
+          'CREATE EXTENSION snowflake installs version 1.3');
 CREATE TEMP TABLE fresh AS SELECT * FROM members;
-SELECT ok((SELECT count(*) FROM fresh) > 0, 'a fresh 1.2 has members');
+SELECT ok((SELECT count(*) FROM fresh) > 0, 'a fresh 1.3 has members');
 DROP EXTENSION snowflake CASCADE;
 
 CREATE EXTENSION snowflake VERSION '1.0';
-ALTER EXTENSION snowflake UPDATE TO '1.2';
+ALTER EXTENSION snowflake UPDATE TO '1.3';
 SELECT set_eq($$SELECT obj, def FROM members$$, $$SELECT obj, def FROM fresh$$,
-              'ALTER EXTENSION snowflake UPDATE from 1.0 gives the objects of a fresh 1.2');
+              'ALTER EXTENSION snowflake UPDATE from 1.0 gives the objects of a fresh 1.3');
 DROP EXTENSION snowflake CASCADE;
 
 CREATE EXTENSION snowflake VERSION '1.1';
-ALTER EXTENSION snowflake UPDATE TO '1.2';
+ALTER EXTENSION snowflake UPDATE TO '1.3';
 SELECT set_eq($$SELECT obj, def FROM members$$, $$SELECT obj, def FROM fresh$$,
-              'ALTER EXTENSION snowflake UPDATE from 1.1 gives the objects of a fresh 1.2');
+              'ALTER EXTENSION snowflake UPDATE from 1.1 gives the objects of a fresh 1.3');
+DROP EXTENSION snowflake CASCADE;
+
+CREATE EXTENSION snowflake VERSION '1.2';
+ALTER EXTENSION snowflake UPDATE TO '1.3';
+SELECT set_eq($$SELECT obj, def FROM members$$, $$SELECT obj, def FROM fresh$$,
+              'ALTER EXTENSION snowflake UPDATE from 1.2 gives the objects of a fresh 1.3');
 
 SELECT * FROM finish();
 ROLLBACK;
