@@ -784,6 +784,22 @@ BEGIN
                                 r.kind, r.name, quote_ident(pg_get_userbyid(v_owner)), quote_ident(pg_get_userbyid(r.owner)));
     END LOOP;
 
+    -- Recreating a view (and a materialized view's statistics objects) needs CREATE on its schema.
+    FOR r IN
+        SELECT DISTINCT n.nspname
+        FROM pg_namespace n
+        WHERE (n.oid IN (SELECT c.relnamespace FROM pg_class c WHERE c.oid = ANY (v_view_oids))
+               OR n.oid IN (SELECT s.stxnamespace FROM pg_statistic_ext s WHERE s.stxrelid = ANY (v_view_oids)))
+          AND NOT has_schema_privilege(v_owner, n.oid, 'CREATE')
+        ORDER BY 1
+        LIMIT 1
+    LOOP
+        RAISE EXCEPTION 'role %, the owner of table %, cannot create objects in schema %', quote_ident(pg_get_userbyid(v_owner)), tbl, quote_ident(r.nspname)
+            USING ERRCODE = 'insufficient_privilege',
+                  DETAIL = format('The migration recreates views of schema %s as the table''s owner.', quote_ident(r.nspname)),
+                  HINT = format('GRANT CREATE ON SCHEMA %s TO %s (and revoke it afterwards), then migrate.', quote_ident(r.nspname), quote_ident(pg_get_userbyid(v_owner)));
+    END LOOP;
+
     -- A BEGIN ATOMIC function that uses a changing column or a recreated view blocks the
     -- ALTER or the DROP: refused here rather than after DDL began.
     FOR r IN
