@@ -314,6 +314,14 @@ BEGIN
     IF v_key_done THEN
         -- Only the references may still need widening. No foreign key may be added meanwhile.
         EXECUTE format('LOCK TABLE %s IN SHARE ROW EXCLUSIVE MODE', tbl);
+        -- Read before the lock: a migration or ALTER that committed while this call waited for
+        -- the lock changed what was read. Start again, holding the lock (nothing changes now).
+        IF (SELECT ROW(a.atttypid, a.attidentity,
+                       (SELECT d.oid FROM pg_attrdef d WHERE d.adrelid = tbl AND d.adnum = a.attnum))::text
+            FROM pg_attribute a WHERE a.attrelid = tbl AND a.attname = col AND NOT a.attisdropped)
+           IS DISTINCT FROM ROW(v_att.atttypid, v_att.attidentity, v_def_oid)::text THEN
+            RETURN @extschema@.snowflake_migrate_column(tbl, col, new_type);
+        END IF;
     ELSE
         IF v_att.attidentity <> '' THEN
             v_identity := CASE v_att.attidentity WHEN 'a' THEN 'always' ELSE 'by default' END;
@@ -328,9 +336,12 @@ BEGIN
             WHERE d.classid = 'pg_attrdef'::regclass AND d.objid = v_def_oid
               AND d.refclassid = 'pg_class'::regclass;
             IF v_seqs IS NULL AND v_def_expr <> sf_call THEN
-                RAISE EXCEPTION 'col "%" of table % has a default that does not use a sequence: %', col, tbl, v_def_expr
+                RAISE EXCEPTION 'col "%" of table % has a default that does not use a sequence%: %', col, tbl,
+                                CASE WHEN v_def_expr ~ '^nextval\(' THEN ' it depends on (it names the sequence as text)' ELSE '' END, v_def_expr
                     USING ERRCODE = 'object_not_in_prerequisite_state',
-                          HINT = 'Only serial, bigserial, identity and nextval() columns are migrated. Drop the default first to migrate this column anyway.';
+                          HINT = CASE WHEN v_def_expr ~ '^nextval\('
+                                      THEN 'A default nextval(''name''::text) looks the sequence up at each call and records no dependency on it. Change it to nextval(''name''::regclass), or drop it, then migrate.'
+                                      ELSE 'Only serial, bigserial, identity and nextval() columns are migrated. Drop the default first to migrate this column anyway.' END;
             END IF;
         END IF;
         v_seqs := coalesce(v_seqs, '{}');
@@ -365,6 +376,14 @@ BEGIN
 
         -- Nothing may insert between the check below and the ALTER.
         EXECUTE format('LOCK TABLE %s IN ACCESS EXCLUSIVE MODE', tbl);
+        -- Read before the lock: a migration or ALTER that committed while this call waited for
+        -- the lock changed what was read. Start again, holding the lock (nothing changes now).
+        IF (SELECT ROW(a.atttypid, a.attidentity,
+                       (SELECT d.oid FROM pg_attrdef d WHERE d.adrelid = tbl AND d.adnum = a.attnum))::text
+            FROM pg_attribute a WHERE a.attrelid = tbl AND a.attname = col AND NOT a.attisdropped)
+           IS DISTINCT FROM ROW(v_att.atttypid, v_att.attidentity, v_def_oid)::text THEN
+            RETURN @extschema@.snowflake_migrate_column(tbl, col, new_type);
+        END IF;
 
         -- New IDs must sort above every existing one. Read under a snapshot taken after the lock
         -- (READ COMMITTED), with row-level security off: the caller holds the owner's privileges
