@@ -260,6 +260,11 @@ BEGIN
                   DETAIL = format('Table %s belongs to role %s; every step of the migration runs as that role.', tbl, quote_ident(pg_get_userbyid(v_owner))),
                   HINT = format('Run it as role %s, as a member of it, or as a superuser.', quote_ident(pg_get_userbyid(v_owner)));
     END IF;
+    -- Everything below reads the column, its default and what references it only once this lock
+    -- is held: a migration or ALTER that another session commits meanwhile is seen, not read
+    -- half before and half after (a second migration then finds nothing to do). The lock keeps
+    -- writers and DDL out from here on; it is raised to ACCESS EXCLUSIVE before the max() check.
+    EXECUTE format('LOCK TABLE %s IN SHARE ROW EXCLUSIVE MODE', tbl);
 
     SELECT a.attnum, a.atttypid, a.attidentity, a.attgenerated, a.attinhcount
     INTO v_att
@@ -314,14 +319,6 @@ BEGIN
     IF v_key_done THEN
         -- Only the references may still need widening. No foreign key may be added meanwhile.
         EXECUTE format('LOCK TABLE %s IN SHARE ROW EXCLUSIVE MODE', tbl);
-        -- Read before the lock: a migration or ALTER that committed while this call waited for
-        -- the lock changed what was read. Start again, holding the lock (nothing changes now).
-        IF (SELECT ROW(a.atttypid, a.attidentity,
-                       (SELECT d.oid FROM pg_attrdef d WHERE d.adrelid = tbl AND d.adnum = a.attnum))::text
-            FROM pg_attribute a WHERE a.attrelid = tbl AND a.attname = col AND NOT a.attisdropped)
-           IS DISTINCT FROM ROW(v_att.atttypid, v_att.attidentity, v_def_oid)::text THEN
-            RETURN @extschema@.snowflake_migrate_column(tbl, col, new_type);
-        END IF;
     ELSE
         IF v_att.attidentity <> '' THEN
             v_identity := CASE v_att.attidentity WHEN 'a' THEN 'always' ELSE 'by default' END;
@@ -376,14 +373,6 @@ BEGIN
 
         -- Nothing may insert between the check below and the ALTER.
         EXECUTE format('LOCK TABLE %s IN ACCESS EXCLUSIVE MODE', tbl);
-        -- Read before the lock: a migration or ALTER that committed while this call waited for
-        -- the lock changed what was read. Start again, holding the lock (nothing changes now).
-        IF (SELECT ROW(a.atttypid, a.attidentity,
-                       (SELECT d.oid FROM pg_attrdef d WHERE d.adrelid = tbl AND d.adnum = a.attnum))::text
-            FROM pg_attribute a WHERE a.attrelid = tbl AND a.attname = col AND NOT a.attisdropped)
-           IS DISTINCT FROM ROW(v_att.atttypid, v_att.attidentity, v_def_oid)::text THEN
-            RETURN @extschema@.snowflake_migrate_column(tbl, col, new_type);
-        END IF;
 
         -- New IDs must sort above every existing one. Read under a snapshot taken after the lock
         -- (READ COMMITTED), with row-level security off: the caller holds the owner's privileges

@@ -306,6 +306,18 @@ SELECT snowflake_migrate_column('k10') -> 'recreated_views' AS views;
 SELECT array(SELECT o FROM unnest(attoptions) AS o WHERE o NOT LIKE 'pg\_attver=%') AS options
 FROM pg_attribute WHERE attrelid = 'k10_mv'::regclass AND attname = 'a';
 
+-- a default nextval('name'::text) records no dependency on its sequence: said so
+CREATE SEQUENCE k13_seq;
+CREATE TABLE k13 (id int PRIMARY KEY DEFAULT nextval('k13_seq'::text));
+SELECT try('SELECT snowflake_migrate_column(''k13'')');
+SELECT try_hint('SELECT snowflake_migrate_column(''k13'')');
+
+-- a call written for 1.1 (no new_type) on a column already of the snowflake type: nothing to do
+CREATE TABLE k12 (id serial PRIMARY KEY);
+SELECT snowflake_migrate_column('k12', 'id', 'snowflake') ->> 'new_type' AS new_type;
+SELECT r ->> 'changed' AS changed FROM snowflake_migrate_column('k12') AS r;
+SELECT col_type('k12', 'id');
+
 -- a caller that lacks the owner's privileges is refused up front
 CREATE TABLE k11 (id serial PRIMARY KEY);
 GRANT SELECT ON k11 TO regress_sf_atk;
