@@ -418,6 +418,9 @@ BEGIN
             SELECT fk.* FROM (
             SELECT DISTINCT CASE WHEN fc.relispartition THEN pg_partition_root(fc.oid) ELSE fc.oid END::regclass AS relid,
                    fa.attname, fa.atttypid,
+                   -- a column an inheritance child inherits can only change with its parent's
+                   CASE WHEN NOT fc.relispartition AND fa.attinhcount > 0 THEN
+                       (SELECT i.inhparent FROM pg_inherits i WHERE i.inhrelid = fc.oid ORDER BY i.inhseqno LIMIT 1) END AS inh_parent,
                    (WITH RECURSIVE dom(typ, base) AS (
                         SELECT t.oid, t.typbasetype FROM pg_type t WHERE t.oid = fa.atttypid
                         UNION ALL
@@ -436,6 +439,14 @@ BEGIN
             IF EXISTS (SELECT 1 FROM unnest(q_rel, q_col) AS q(rel, c)
                        WHERE q.rel = r.relid AND q.c = r.attname) THEN
                 CONTINUE;
+            END IF;
+            IF r.inh_parent IS NOT NULL AND r.atttypid IN ('int2'::regtype, 'int4'::regtype) THEN
+                RAISE EXCEPTION 'cannot widen column "%" of table %: it is inherited from table %', r.attname, r.relid, r.inh_parent::regclass
+                    USING ERRCODE = 'feature_not_supported',
+                          DETAIL = format('The column references %s.%I, which becomes %s; PostgreSQL changes an inherited column''s type only through its parent, for every child at once.',
+                                          c_rel::regclass, c_col, v_type),
+                          HINT = format('Widen the column on the parent first (ALTER TABLE %s ALTER COLUMN %I TYPE %s), then migrate.',
+                                        r.inh_parent::regclass, r.attname, v_type);
             END IF;
             IF r.basetype IN ('int2'::regtype, 'int4'::regtype) AND r.atttypid <> r.basetype THEN
                 RAISE EXCEPTION 'cannot widen column "%" of table %: its type % is a domain over %',

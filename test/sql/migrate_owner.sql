@@ -268,7 +268,8 @@ DROP DATABASE snowflake_migrate_owner_11;
 \set SHOW_CONTEXT never
 
 -- 9. refusals before the first DDL: the BEGIN ATOMIC function, the publication's row filter,
---    the sub-partition keyed by the column, the child's own default without a sequence
+--    the sub-partition keyed by the column, the foreign key declared on an inheritance child
+--    (its column changes only with its parent's), the child's own default without a sequence
 CREATE EVENT TRIGGER note_ddl ON ddl_command_start EXECUTE FUNCTION ddl_note();
 CREATE TABLE k9 (id serial PRIMARY KEY);
 CREATE TABLE k9_ref (kid int REFERENCES k9 (id));
@@ -283,6 +284,10 @@ CREATE TABLE k9p (id bigserial, kid int REFERENCES k9 (id)) PARTITION BY RANGE (
 CREATE TABLE k9p_1 PARTITION OF k9p FOR VALUES FROM (0) TO (1000) PARTITION BY LIST ((kid % 2));
 SELECT try('SELECT snowflake_migrate_column(''k9'')');
 DROP TABLE k9p;
+CREATE TABLE k9h (kid int, note text);
+CREATE TABLE k9h_child (CONSTRAINT k9h_child_fk FOREIGN KEY (kid) REFERENCES k9 (id)) INHERITS (k9h);
+SELECT try('SELECT snowflake_migrate_column(''k9'')');
+DROP TABLE k9h_child, k9h;
 CREATE TABLE k9i (id serial PRIMARY KEY);
 CREATE TABLE k9i_child (id int DEFAULT 0) INHERITS (k9i);
 SELECT try('SELECT snowflake_migrate_column(''k9i'')');
