@@ -836,6 +836,23 @@ BEGIN
                   HINT = 'Drop the function, migrate, then create it again.';
     END LOOP;
 
+    -- Anything else that depends on a view to be dropped and recreated (a rule of another table,
+    -- a policy) blocks the DROP: refused here too.
+    FOR r IN
+        SELECT DISTINCT pg_describe_object(d.classid, d.objid, 0) AS what, d.refobjid::regclass AS rel
+        FROM pg_depend d
+        WHERE d.refclassid = 'pg_class'::regclass AND d.refobjid = ANY (v_view_oids) AND d.deptype = 'n'
+          AND d.classid <> 'pg_proc'::regclass
+          AND NOT (d.classid = 'pg_rewrite'::regclass
+                   AND (SELECT rw.ev_class FROM pg_rewrite rw WHERE rw.oid = d.objid) = ANY (v_view_oids))
+        ORDER BY 1, 2
+        LIMIT 1
+    LOOP
+        RAISE EXCEPTION 'cannot drop and recreate the dependent view %: % depends on it', r.rel, r.what
+            USING ERRCODE = 'dependent_objects_still_exist',
+                  HINT = 'Only views and materialized views are recreated. Drop the object named above, migrate, then create it again.';
+    END LOOP;
+
     -- A publication's row filter or column list on a changing column blocks the ALTER.
     FOR r IN
         SELECT DISTINCT p.pubname, pr.prrelid::regclass AS rel, a.attname
