@@ -300,13 +300,14 @@ SELECT col_type('k9', 'id'), col_type('k9_ref', 'kid'), col_type('k9i', 'id');
 
 -- 8. an inheritance child's own sequence default is replaced: its sequence is dropped and reported
 --    (the DDL, announced, comes only now)
-ALTER TABLE k9i_child ALTER COLUMN id SET DEFAULT nextval('k9i_id_seq');
-CREATE SEQUENCE k9i_child_seq OWNED BY k9i_child.id;
-ALTER TABLE k9i_child ALTER COLUMN id SET DEFAULT nextval('k9i_child_seq');
-SELECT jsonb_pretty(r -> 'dropped_sequences') FROM snowflake_migrate_column('k9i') AS r;
+CREATE TABLE k8 (id serial PRIMARY KEY);
+CREATE TABLE k8_child (id int) INHERITS (k8);
+CREATE SEQUENCE k8_child_seq OWNED BY k8_child.id;
+ALTER TABLE k8_child ALTER COLUMN id SET DEFAULT nextval('k8_child_seq');
+SELECT jsonb_pretty(r -> 'dropped_sequences') FROM snowflake_migrate_column('k8') AS r;
 DROP EVENT TRIGGER note_ddl;
-SELECT to_regclass('k9i_child_seq') AS child_seq, pg_get_expr(d.adbin, d.adrelid) AS child_default
-FROM pg_attrdef d WHERE d.adrelid = 'k9i_child'::regclass;
+SELECT to_regclass('k8_child_seq') AS child_seq, pg_get_expr(d.adbin, d.adrelid) AS child_default
+FROM pg_attrdef d WHERE d.adrelid = 'k8_child'::regclass;
 
 -- 10. a materialized view's column options (n_distinct) are kept
 CREATE TABLE k10 (id serial PRIMARY KEY, a int);
