@@ -317,8 +317,9 @@ BEGIN
     v_key_done := v_att.atttypid = new_type AND v_att.attidentity = '' AND v_def_expr IS NOT DISTINCT FROM sf_call;
 
     IF v_key_done THEN
-        -- Only the references may still need widening. No foreign key may be added meanwhile.
-        EXECUTE format('LOCK TABLE %s IN SHARE ROW EXCLUSIVE MODE', tbl);
+        -- Only the references may still need widening. No foreign key may be added meanwhile:
+        -- the SHARE ROW EXCLUSIVE lock taken above keeps them out.
+        NULL;
     ELSE
         IF v_att.attidentity <> '' THEN
             v_identity := CASE v_att.attidentity WHEN 'a' THEN 'always' ELSE 'by default' END;
