@@ -16,7 +16,8 @@ OBJS = \
 	src/wal.o \
 	src/registry.o \
 	src/type.o \
-	src/functions.o
+	src/functions.o \
+	src/migrate.o
 
 DATA = $(wildcard sql/$(EXTENSION)--*.sql)
 

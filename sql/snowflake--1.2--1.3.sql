@@ -12,6 +12,1086 @@
 
 
 -- ==== migration: snowflake_migrate_column() (docs/migration.md) ====
+
+-- snowflake_migrate_column() runs every step as the key table's owner (issue 18).  1.2 ran its DDL
+-- as the caller, usually a superuser, and a role that could only read or reference the table
+-- could plant code (a domain's CHECK in a literal, an index predicate, a CHECK constraint, an
+-- overload picked when a view is parsed again) that PostgreSQL then ran with the caller's
+-- rights.  1.3 refuses, before its first DDL, anything it would change that the key table's
+-- owner does not own, and runs all its DDL and REFRESHes as that owner inside a
+-- security-restricted operation (snowflake_migrate_exec(), C), so code of another role runs at
+-- most with the owner's rights and cannot SET ROLE back.  The max() check uses the time the
+-- generator trusts (snowflake_migrate_floor(), C).  The 1.1 and 1.2 bodies (released scripts,
+-- unchangeable) call snowflake_min_id(clock_timestamp()) before their first DDL: with this
+-- library that call refuses while the extension is older than 1.3 (src/migrate.c).
+
+CREATE FUNCTION snowflake_migrate_exec(role oid, stmts text[])
+RETURNS void
+AS 'MODULE_PATHNAME', 'snowflake_migrate_exec'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+COMMENT ON FUNCTION snowflake_migrate_exec(oid, text[]) IS
+'internal: runs statements as a role whose privileges the caller has, in a security-restricted operation with search_path pg_catalog, pg_temp (used by snowflake_migrate_column())';
+
+CREATE FUNCTION snowflake_migrate_floor()
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'snowflake_migrate_floor'
+LANGUAGE C VOLATILE PARALLEL RESTRICTED;
+
+COMMENT ON FUNCTION snowflake_migrate_floor() IS
+'internal: the smallest ID snowflake_next() may issue from now on, from the time the generator trusts; refuses while generation is held (used by snowflake_migrate_column())';
+
+-- The functions and operators a view's rules (its query and any other rule) use, as text.
+CREATE FUNCTION snowflake_migrate_rule_refs(view oid)
+RETURNS jsonb
+LANGUAGE sql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $function$
+    SELECT coalesce(jsonb_agg(DISTINCT s.x ORDER BY s.x), '[]')
+    FROM (SELECT CASE WHEN d.refclassid = 'pg_proc'::regclass THEN d.refobjid::regprocedure::text
+                      ELSE 'operator ' || d.refobjid::regoperator::text END AS x
+          FROM pg_rewrite rw
+          JOIN pg_depend d ON d.classid = 'pg_rewrite'::regclass AND d.objid = rw.oid
+                          AND d.refclassid IN ('pg_proc'::regclass, 'pg_operator'::regclass)
+          WHERE rw.ev_class = view) AS s
+$function$;
+
+COMMENT ON FUNCTION snowflake_migrate_rule_refs(oid) IS
+'internal: the functions and operators the rules of a view use (used by snowflake_migrate_column())';
+
+-- The functions and operators that the relations' constraints, defaults, indexes, rules,
+-- triggers, policies and statistics use directly, with their owner and what uses them (via).
+CREATE FUNCTION snowflake_migrate_direct_refs(rels oid[])
+RETURNS TABLE (classid oid, objid oid, owner oid, via oid)
+LANGUAGE sql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $function$
+    WITH sub(classid, objid) AS (
+        SELECT 'pg_class'::regclass::oid, r FROM unnest(rels) AS r
+        UNION ALL SELECT 'pg_constraint'::regclass::oid, k.oid FROM pg_constraint k WHERE k.conrelid = ANY (rels)
+        UNION ALL SELECT 'pg_attrdef'::regclass::oid, ad.oid FROM pg_attrdef ad WHERE ad.adrelid = ANY (rels)
+        UNION ALL SELECT 'pg_class'::regclass::oid, i.indexrelid FROM pg_index i WHERE i.indrelid = ANY (rels)
+        UNION ALL SELECT 'pg_rewrite'::regclass::oid, rw.oid FROM pg_rewrite rw WHERE rw.ev_class = ANY (rels)
+        UNION ALL SELECT 'pg_trigger'::regclass::oid, tg.oid FROM pg_trigger tg WHERE tg.tgrelid = ANY (rels)
+        UNION ALL SELECT 'pg_policy'::regclass::oid, p.oid FROM pg_policy p WHERE p.polrelid = ANY (rels)
+        UNION ALL SELECT 'pg_statistic_ext'::regclass::oid, s.oid FROM pg_statistic_ext s WHERE s.stxrelid = ANY (rels)
+    )
+    SELECT DISTINCT d.refclassid, d.refobjid,
+           CASE WHEN d.refclassid = 'pg_proc'::regclass THEN (SELECT p.proowner FROM pg_proc p WHERE p.oid = d.refobjid)
+                ELSE (SELECT o.oprowner FROM pg_operator o WHERE o.oid = d.refobjid) END,
+           sub.classid
+    FROM sub
+    JOIN pg_depend d ON d.classid = sub.classid AND d.objid = sub.objid
+    WHERE d.refclassid IN ('pg_proc'::regclass, 'pg_operator'::regclass)
+$function$;
+
+COMMENT ON FUNCTION snowflake_migrate_direct_refs(oid[]) IS
+'internal: the functions and operators that relations'' constraints, defaults, indexes, rules, triggers, policies and statistics use (used by snowflake_migrate_column())';
+
+-- Everything whose code the relations' constraints, defaults, indexes, rules, triggers,
+-- policies and statistics may run: functions, operators, types (with their domains'
+-- constraints) and the views their rules read, followed through one another; with owners.
+CREATE FUNCTION snowflake_migrate_reachable(rels oid[])
+RETURNS TABLE (classid oid, objid oid, owner oid)
+LANGUAGE sql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $function$
+    WITH RECURSIVE edges(classid, objid, refclassid, refobjid) AS (
+        SELECT d.classid, d.objid, d.refclassid, d.refobjid
+        FROM pg_depend d
+        WHERE d.refclassid IN ('pg_proc'::regclass, 'pg_operator'::regclass, 'pg_type'::regclass)
+           OR (d.refclassid = 'pg_class'::regclass AND d.classid = 'pg_rewrite'::regclass
+               AND EXISTS (SELECT 1 FROM pg_class c WHERE c.oid = d.refobjid AND c.relkind = 'v'))
+        UNION ALL
+        SELECT 'pg_type'::regclass::oid, k.contypid, 'pg_constraint'::regclass::oid, k.oid
+        FROM pg_constraint k WHERE k.contypid <> 0
+        UNION ALL
+        SELECT 'pg_class'::regclass::oid, rw.ev_class, 'pg_rewrite'::regclass::oid, rw.oid
+        FROM pg_rewrite rw
+    ),
+    sub(classid, objid) AS (
+        SELECT 'pg_class'::regclass::oid, r FROM unnest(rels) AS r
+        UNION ALL SELECT 'pg_constraint'::regclass::oid, k.oid FROM pg_constraint k WHERE k.conrelid = ANY (rels)
+        UNION ALL SELECT 'pg_attrdef'::regclass::oid, ad.oid FROM pg_attrdef ad WHERE ad.adrelid = ANY (rels)
+        UNION ALL SELECT 'pg_class'::regclass::oid, i.indexrelid FROM pg_index i WHERE i.indrelid = ANY (rels)
+        UNION ALL SELECT 'pg_trigger'::regclass::oid, tg.oid FROM pg_trigger tg WHERE tg.tgrelid = ANY (rels)
+        UNION ALL SELECT 'pg_policy'::regclass::oid, p.oid FROM pg_policy p WHERE p.polrelid = ANY (rels)
+        UNION ALL SELECT 'pg_statistic_ext'::regclass::oid, s.oid FROM pg_statistic_ext s WHERE s.stxrelid = ANY (rels)
+    ),
+    reach(classid, objid) AS (
+        SELECT sub.classid, sub.objid FROM sub
+        UNION
+        SELECT e.refclassid, e.refobjid FROM reach JOIN edges e ON e.classid = reach.classid AND e.objid = reach.objid
+    )
+    SELECT reach.classid, reach.objid, o.owner
+    FROM reach
+    CROSS JOIN LATERAL (
+        SELECT p.proowner FROM pg_proc p WHERE reach.classid = 'pg_proc'::regclass AND p.oid = reach.objid
+        UNION ALL SELECT o.oprowner FROM pg_operator o WHERE reach.classid = 'pg_operator'::regclass AND o.oid = reach.objid
+        UNION ALL SELECT t.typowner FROM pg_type t WHERE reach.classid = 'pg_type'::regclass AND t.oid = reach.objid
+        UNION ALL SELECT c.relowner FROM pg_class c WHERE reach.classid = 'pg_class'::regclass AND c.oid = reach.objid
+                                                      AND c.relkind = 'v' AND c.oid <> ALL (rels)
+    ) AS o(owner)
+$function$;
+
+COMMENT ON FUNCTION snowflake_migrate_reachable(oid[]) IS
+'internal: the functions, operators, types and views whose code the relations'' dependent objects may run, with their owners (used by snowflake_migrate_column())';
+
+CREATE OR REPLACE FUNCTION snowflake_migrate_column(tbl regclass, col name DEFAULT 'id', new_type regtype DEFAULT 'bigint')
+RETURNS jsonb
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+SET default_tablespace = ''
+AS $function$
+DECLARE
+    sf_default  text := '@extschema@.snowflake_next()';
+    sf_call     text;       -- how pg_get_expr() shows sf_default
+    sf_type     regtype;    -- the extension's snowflake type, if it has one
+    v_type      text;       -- new_type as SQL
+    v_kind      "char";
+    v_ispart    bool;
+    v_att       record;
+    v_key_done  bool;       -- the key already is new_type DEFAULT snowflake_next()
+    v_def_oid   oid;
+    v_def_expr  text;
+    v_identity  text;
+    v_old_type  text;
+    v_seqs      oid[] := '{}';
+    v_key_defs  oid[];      -- the key's defaults, on the table and its descendants
+    v_max       bigint;
+    v_min_new   bigint;
+    v_root      regclass;
+    v_rowsec    text;
+    -- columns to widen: parallel arrays (relation, column name)
+    w_rel       oid[] := '{}';
+    w_col       name[] := '{}';
+    q_rel       oid[];
+    q_col       name[];
+    c_rel       oid;
+    c_col       name;
+    r           record;
+    v_i         int;
+    v_n         int;
+    v_pid       int;
+    -- all (relation, attnum) pairs whose type changes, descendants included
+    t_rel       oid[] := '{}';
+    t_att       int2[] := '{}';
+    -- dependent views
+    v_views     text[] := '{}';
+    v_drops     text[] := '{}';
+    v_redo      text[] := '{}';
+    v_refresh   text[] := '{}';
+    v_shapes    jsonb := '{}';
+    v_shape     jsonb;
+    v_changes   jsonb;
+    v_name      text;
+    v_stmt      text;
+    v_clauses   text[];
+    v_widened   jsonb := '[]';
+    v_dropped   jsonb := '[]';
+    v_kept      jsonb := '[]';
+    v_reparsed  jsonb := '[]';
+    v_last      bigint;
+    v_reason    text;
+    v_acls      jsonb := '{}';
+    v_acl       aclitem[];
+    -- the old sequences: name, last value, what becomes of them
+    v_seq_names text[] := '{}';
+    v_seq_last  bigint[] := '{}';
+    v_seq_why   text[] := '{}';     -- why it is kept; NULL: dropped
+    v_seq_link  bool[] := '{}';     -- OWNED BY this column, to be unlinked when kept
+    -- 1.3: every step runs as the key table's owner
+    v_owner     oid;        -- the key table's owner
+    v_osuper    bool;       -- that owner is a superuser
+    v_tree      oid[];      -- the key table and its inheritance descendants
+    v_view_oids oid[] := '{}';
+    v_rels      oid[];      -- every relation the call changes
+    v_what      text;
+    v_cmd       text;
+    v_old_refs  jsonb := '{}';  -- per recreated view: the functions and operators its rules use
+BEGIN
+    IF tbl IS NULL THEN
+        RAISE EXCEPTION 'tbl must not be null'
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF col IS NULL THEN
+        RAISE EXCEPTION 'col must not be null'
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF new_type IS NULL THEN
+        RAISE EXCEPTION 'new_type must not be null'
+            USING ERRCODE = 'null_value_not_allowed',
+                  HINT = 'Pass bigint (the default), or leave new_type out.';
+    END IF;
+
+    -- The snowflake type counts only if it is the extension's own, not a type someone created
+    -- under that name in the extension's schema.
+    SELECT t.oid INTO sf_type
+    FROM pg_type t
+    JOIN pg_depend d ON d.classid = 'pg_type'::regclass AND d.objid = t.oid AND d.deptype = 'e'
+    JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'snowflake'
+    WHERE t.oid = to_regtype('@extschema@.snowflake');
+    IF new_type <> 'int8'::regtype AND new_type IS DISTINCT FROM sf_type THEN
+        RAISE EXCEPTION 'new_type must be bigint%, not %',
+                        CASE WHEN sf_type IS NOT NULL THEN ' or ' || sf_type::text ELSE '' END, new_type
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = CASE WHEN sf_type IS NULL
+                                THEN 'Snowflake IDs are stored as bigint; this version of the extension has no snowflake type.'
+                                ELSE 'Snowflake IDs are stored as bigint or as the extension''s snowflake type.' END;
+    END IF;
+    v_type := new_type::text;
+
+    SELECT c.relkind, c.relispartition INTO v_kind, v_ispart
+    FROM pg_class c WHERE c.oid = tbl;
+    IF v_kind IS NULL THEN
+        RAISE EXCEPTION 'tbl % does not exist', tbl::oid
+            USING ERRCODE = 'undefined_table';
+    END IF;
+    IF v_kind NOT IN ('r', 'p') THEN
+        RAISE EXCEPTION 'tbl % is not a table', tbl
+            USING ERRCODE = 'wrong_object_type',
+                  HINT = 'Pass an ordinary or partitioned table.';
+    END IF;
+    SELECT c.relowner, ro.rolsuper INTO v_owner, v_osuper
+    FROM pg_class c JOIN pg_roles ro ON ro.oid = c.relowner WHERE c.oid = tbl;
+    IF NOT pg_has_role(current_user, v_owner, 'USAGE') THEN
+        RAISE EXCEPTION 'must be owner of table % to migrate it', tbl
+            USING ERRCODE = 'insufficient_privilege',
+                  DETAIL = format('Table %s belongs to role %s; every step of the migration runs as that role.', tbl, quote_ident(pg_get_userbyid(v_owner))),
+                  HINT = format('Run it as role %s, as a member of it, or as a superuser.', quote_ident(pg_get_userbyid(v_owner)));
+    END IF;
+    -- Everything below reads the column, its default and what references it only once this lock
+    -- is held: a migration or ALTER that another session commits meanwhile is seen, not read
+    -- half before and half after (a second migration then finds nothing to do). The lock keeps
+    -- writers and DDL out from here on; it is raised to ACCESS EXCLUSIVE before the max() check.
+    EXECUTE format('LOCK TABLE %s IN SHARE ROW EXCLUSIVE MODE', tbl);
+
+    SELECT a.attnum, a.atttypid, a.attidentity, a.attgenerated, a.attinhcount
+    INTO v_att
+    FROM pg_attribute a
+    WHERE a.attrelid = tbl AND a.attname = col AND a.attnum > 0 AND NOT a.attisdropped;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'col "%" is not a column of table %', col, tbl
+            USING ERRCODE = 'undefined_column',
+                  HINT = 'Pass the name of the key column as col (the default is "id").';
+    END IF;
+    IF v_att.attgenerated <> '' THEN
+        RAISE EXCEPTION 'col "%" of table % is a generated column', col, tbl
+            USING ERRCODE = 'feature_not_supported',
+                  DETAIL = 'A generated column computes its values; it cannot take IDs from snowflake_next().';
+    END IF;
+    -- A column that already is of the snowflake type keeps it: a call written for 1.1 (new_type
+    -- left at bigint) widens its references to that type, or finds nothing to do.
+    IF v_att.atttypid = sf_type AND new_type = 'int8'::regtype THEN
+        new_type := sf_type;
+        v_type := new_type::text;
+    END IF;
+    IF v_att.atttypid NOT IN ('int2'::regtype, 'int4'::regtype, 'int8'::regtype, new_type) THEN
+        RAISE EXCEPTION 'col "%" of table % has type %, not an integer type', col, tbl, v_att.atttypid::regtype
+            USING ERRCODE = 'datatype_mismatch',
+                  HINT = 'Only smallint, integer and bigint columns can be migrated to Snowflake IDs.';
+    END IF;
+    IF v_att.attinhcount > 0 THEN
+        v_root := CASE WHEN v_ispart THEN pg_partition_root(tbl) END;
+        RAISE EXCEPTION 'col "%" of table % is inherited', col, tbl
+            USING ERRCODE = 'feature_not_supported',
+                  HINT = CASE WHEN v_root IS NOT NULL
+                              THEN format('Migrate the partitioned table %s instead; its partitions follow.', v_root)
+                              ELSE 'Migrate the parent table instead; its children follow.' END;
+    END IF;
+    -- Above READ COMMITTED the transaction's snapshot may predate the lock taken below, and the
+    -- check that new IDs sort above the old ones would miss rows committed in between.
+    IF current_setting('transaction_isolation') NOT IN ('read committed', 'read uncommitted') THEN
+        RAISE EXCEPTION 'snowflake_migrate_column() cannot run at isolation level %', current_setting('transaction_isolation')
+            USING ERRCODE = 'invalid_transaction_state',
+                  DETAIL = 'It locks the table, then checks that every existing value is below the new IDs; a snapshot taken before the lock can miss rows.',
+                  HINT = 'Run it in a READ COMMITTED transaction (the default).';
+    END IF;
+    v_old_type := format_type(v_att.atttypid, NULL);
+
+    SELECT d.oid, pg_get_expr(d.adbin, d.adrelid) INTO v_def_oid, v_def_expr
+    FROM pg_attrdef d WHERE d.adrelid = tbl AND d.adnum = v_att.attnum;
+
+    -- With search_path = pg_catalog, pg_temp, pg_get_expr() schema-qualifies our function.
+    sf_call := ('@extschema@.snowflake_next()'::regprocedure)::text;
+    v_key_done := v_att.atttypid = new_type AND v_att.attidentity = '' AND v_def_expr IS NOT DISTINCT FROM sf_call;
+
+    IF v_key_done THEN
+        -- Only the references may still need widening. No foreign key may be added meanwhile:
+        -- the SHARE ROW EXCLUSIVE lock taken above keeps them out.
+        NULL;
+    ELSE
+        IF v_att.attidentity <> '' THEN
+            v_identity := CASE v_att.attidentity WHEN 'a' THEN 'always' ELSE 'by default' END;
+            v_def_expr := NULL;
+            SELECT array_agg(d.objid) INTO v_seqs
+            FROM pg_depend d
+            WHERE d.classid = 'pg_class'::regclass AND d.refclassid = 'pg_class'::regclass
+              AND d.refobjid = tbl AND d.refobjsubid = v_att.attnum AND d.deptype = 'i';
+        ELSIF v_def_expr IS NOT NULL THEN
+            SELECT array_agg(d.refobjid ORDER BY d.refobjid) INTO v_seqs
+            FROM pg_depend d JOIN pg_class s ON s.oid = d.refobjid AND s.relkind = 'S'
+            WHERE d.classid = 'pg_attrdef'::regclass AND d.objid = v_def_oid
+              AND d.refclassid = 'pg_class'::regclass;
+            IF v_seqs IS NULL AND v_def_expr <> sf_call THEN
+                RAISE EXCEPTION 'col "%" of table % has a default that does not use a sequence%: %', col, tbl,
+                                CASE WHEN v_def_expr ~ '^nextval\(' THEN ' it depends on (it names the sequence as text)' ELSE '' END, v_def_expr
+                    USING ERRCODE = 'object_not_in_prerequisite_state',
+                          HINT = CASE WHEN v_def_expr ~ '^nextval\('
+                                      THEN 'A default nextval(''name''::text) looks the sequence up at each call and records no dependency on it. Change it to nextval(''name''::regclass), or drop it, then migrate.'
+                                      ELSE 'Only serial, bigserial, identity and nextval() columns are migrated. Drop the default first to migrate this column anyway.' END;
+            END IF;
+        END IF;
+        v_seqs := coalesce(v_seqs, '{}');
+        -- ALTER TABLE replaces the column's default on every child and partition too: their own
+        -- sequences are decided and reported like the table's; a default of theirs that uses no
+        -- sequence is refused like the table's.
+        FOR r IN
+            WITH RECURSIVE tree(relid) AS (
+                SELECT tbl::oid
+                UNION ALL
+                SELECT i.inhrelid FROM pg_inherits i JOIN tree ON i.inhparent = tree.relid
+            )
+            SELECT tree.relid::regclass AS rel, pg_get_expr(ad.adbin, ad.adrelid) AS expr,
+                   (SELECT array_agg(d.refobjid ORDER BY d.refobjid)
+                    FROM pg_depend d JOIN pg_class s ON s.oid = d.refobjid AND s.relkind = 'S'
+                    WHERE d.classid = 'pg_attrdef'::regclass AND d.objid = ad.oid
+                      AND d.refclassid = 'pg_class'::regclass) AS seqs
+            FROM tree
+            JOIN pg_attribute a ON a.attrelid = tree.relid AND a.attname = col
+            JOIN pg_attrdef ad ON ad.adrelid = tree.relid AND ad.adnum = a.attnum
+            WHERE tree.relid <> tbl
+            ORDER BY tree.relid::regclass::text
+        LOOP
+            IF r.seqs IS NULL AND r.expr <> sf_call AND r.expr IS DISTINCT FROM v_def_expr THEN
+                RAISE EXCEPTION 'col "%" of table % has a default that does not use a sequence: %', col, r.rel, r.expr
+                    USING ERRCODE = 'object_not_in_prerequisite_state',
+                          DETAIL = format('Migrating %s replaces the default of each of its children and partitions.', tbl),
+                          HINT = 'Only serial, bigserial, identity and nextval() columns are migrated. Drop the default first to migrate this column anyway.';
+            END IF;
+            v_seqs := v_seqs || ARRAY(SELECT x FROM unnest(r.seqs) AS x WHERE x <> ALL (v_seqs));
+        END LOOP;
+
+        -- Nothing may insert between the check below and the ALTER.
+        EXECUTE format('LOCK TABLE %s IN ACCESS EXCLUSIVE MODE', tbl);
+
+        -- New IDs must sort above every existing one. Read under a snapshot taken after the lock
+        -- (READ COMMITTED), with row-level security off: the caller holds the owner's privileges
+        -- (ALTER TABLE needs them), so either every row counts and no policy runs, or a policy
+        -- forced on the owner makes this refuse.
+        v_rowsec := current_setting('row_security');
+        PERFORM set_config('row_security', 'off', true);
+        EXECUTE format('SELECT max(%I) FROM %s', col, tbl) INTO v_max;
+        PERFORM set_config('row_security', v_rowsec, true);
+        -- The smallest ID the generator may issue from now on, from the time it trusts (not the
+        -- wall clock, which may have jumped ahead); refused while generation is held.
+        v_min_new := @extschema@.snowflake_migrate_floor();
+        IF v_max >= v_min_new THEN
+            RAISE EXCEPTION 'existing values of col "%" of table % are not below the IDs snowflake_next() issues now', col, tbl
+                USING ERRCODE = 'object_not_in_prerequisite_state',
+                      DETAIL = format('The largest value is %s; IDs issued now start at %s.', v_max, v_min_new),
+                      HINT = format('New IDs must sort above the existing ones. Renumber the rows, or migrate after %s, when IDs pass the largest value.',
+                                    @extschema@.snowflake_timestamp(v_max));
+        END IF;
+    END IF;
+
+    -- Columns to widen: the key itself, then every foreign-key column that references a
+    -- widened column, recursively, in the order of the tables' names. A bigint referencing
+    -- column is followed too: what references it must hold the new IDs as well. A domain over
+    -- smallint or integer cannot change its base type: refused.
+    q_rel := ARRAY[tbl::oid];
+    q_col := ARRAY[col];
+    IF v_att.atttypid <> new_type THEN
+        w_rel := ARRAY[tbl::oid];
+        w_col := ARRAY[col];
+    END IF;
+    v_i := 1;
+    WHILE v_i <= cardinality(q_rel) LOOP
+        c_rel := q_rel[v_i];
+        c_col := q_col[v_i];
+        v_i := v_i + 1;
+        FOR r IN
+            WITH RECURSIVE tree(relid) AS (
+                SELECT c_rel
+                UNION ALL
+                SELECT i.inhrelid FROM pg_inherits i JOIN tree ON i.inhparent = tree.relid
+            )
+            SELECT fk.* FROM (
+            SELECT DISTINCT CASE WHEN fc.relispartition THEN pg_partition_root(fc.oid) ELSE fc.oid END::regclass AS relid,
+                   fa.attname, fa.atttypid,
+                   -- a column an inheritance child inherits can only change with its parent's
+                   CASE WHEN NOT fc.relispartition AND fa.attinhcount > 0 THEN
+                       (SELECT i.inhparent FROM pg_inherits i WHERE i.inhrelid = fc.oid ORDER BY i.inhseqno LIMIT 1) END AS inh_parent,
+                   (WITH RECURSIVE dom(typ, base) AS (
+                        SELECT t.oid, t.typbasetype FROM pg_type t WHERE t.oid = fa.atttypid
+                        UNION ALL
+                        SELECT t.oid, t.typbasetype FROM dom JOIN pg_type t ON t.oid = dom.base
+                    )
+                    SELECT dom.typ FROM dom WHERE dom.base = 0) AS basetype
+            FROM tree
+            JOIN pg_attribute ra ON ra.attrelid = tree.relid AND ra.attname = c_col
+            JOIN pg_constraint k ON k.contype = 'f' AND k.conparentid = 0 AND k.confrelid = tree.relid
+            JOIN LATERAL generate_subscripts(k.confkey, 1) AS s(i) ON k.confkey[s.i] = ra.attnum
+            JOIN pg_class fc ON fc.oid = k.conrelid
+            JOIN pg_attribute fa ON fa.attrelid = k.conrelid AND fa.attnum = k.conkey[s.i]
+            ) AS fk
+            ORDER BY fk.relid::text, fk.attname
+        LOOP
+            IF EXISTS (SELECT 1 FROM unnest(q_rel, q_col) AS q(rel, c)
+                       WHERE q.rel = r.relid AND q.c = r.attname) THEN
+                CONTINUE;
+            END IF;
+            IF r.inh_parent IS NOT NULL AND r.atttypid IN ('int2'::regtype, 'int4'::regtype) THEN
+                RAISE EXCEPTION 'cannot widen column "%" of table %: it is inherited from table %', r.attname, r.relid, r.inh_parent::regclass
+                    USING ERRCODE = 'feature_not_supported',
+                          DETAIL = format('The column references %s.%I, which becomes %s; PostgreSQL changes an inherited column''s type only through its parent, for every child at once.',
+                                          c_rel::regclass, c_col, v_type),
+                          HINT = format('Widen the column on the parent first (ALTER TABLE %s ALTER COLUMN %I TYPE %s), then migrate.',
+                                        r.inh_parent::regclass, r.attname, v_type);
+            END IF;
+            IF r.basetype IN ('int2'::regtype, 'int4'::regtype) AND r.atttypid <> r.basetype THEN
+                RAISE EXCEPTION 'cannot widen column "%" of table %: its type % is a domain over %',
+                                r.attname, r.relid, r.atttypid::regtype, r.basetype::regtype
+                    USING ERRCODE = 'datatype_mismatch',
+                          DETAIL = format('The column references %s.%I, which becomes %s; a domain cannot change its base type, and replacing it with %s would drop its constraints.',
+                                          c_rel::regclass, c_col, v_type, v_type),
+                          HINT = format('Change the column to %s or to a domain over %s (ALTER TABLE %s ALTER COLUMN %I TYPE ...), then migrate.',
+                                        v_type, v_type, r.relid, r.attname);
+            END IF;
+            q_rel := q_rel || r.relid::oid;
+            q_col := q_col || r.attname;
+            IF r.atttypid IN ('int2'::regtype, 'int4'::regtype) THEN
+                w_rel := w_rel || r.relid::oid;
+                w_col := w_col || r.attname;
+                v_widened := v_widened || to_jsonb(format('%s.%I', r.relid, r.attname));
+            END IF;
+        END LOOP;
+    END LOOP;
+
+    IF v_key_done AND cardinality(w_rel) = 0 THEN
+        RAISE NOTICE 'column "%" of table % already takes its default from snowflake_next(); nothing to do', col, tbl;
+        RETURN jsonb_build_object('table', tbl::text, 'column', col, 'changed', false);
+    END IF;
+
+    -- Every (relation, attnum) whose type changes, inheritance descendants included.
+    FOR r IN
+        WITH RECURSIVE tree(top, c, relid) AS (
+            SELECT w.rel, w.c, w.rel FROM unnest(w_rel, w_col) AS w(rel, c)
+            UNION ALL
+            SELECT tree.top, tree.c, i.inhrelid FROM pg_inherits i JOIN tree ON i.inhparent = tree.relid
+        )
+        SELECT tree.relid, a.attnum
+        FROM tree JOIN pg_attribute a ON a.attrelid = tree.relid AND a.attname = tree.c
+    LOOP
+        t_rel := t_rel || r.relid;
+        t_att := t_att || r.attnum;
+    END LOOP;
+
+    -- PostgreSQL cannot change the type of a partition key column, nor of one that a partition
+    -- key expression uses, at any level of partitioning.
+    FOR r IN
+        SELECT t.relid, a.attname
+        FROM unnest(t_rel, t_att) AS t(relid, attnum)
+        JOIN pg_partitioned_table p ON p.partrelid = t.relid
+        JOIN pg_attribute a ON a.attrelid = t.relid AND a.attnum = t.attnum
+        WHERE t.attnum = ANY (p.partattrs::int2[])
+           OR EXISTS (SELECT 1 FROM pg_depend d
+                      WHERE d.classid = 'pg_class'::regclass AND d.refclassid = 'pg_class'::regclass
+                        AND ((d.objid = t.relid AND d.objsubid = 0 AND d.refobjid = t.relid AND d.refobjsubid = t.attnum)
+                          OR (d.objid = t.relid AND d.objsubid = t.attnum AND d.refobjid = t.relid AND d.refobjsubid = 0)))
+        ORDER BY t.relid::regclass::text
+        LIMIT 1
+    LOOP
+        RAISE EXCEPTION 'cannot widen column "%" of table % to %: it is part of the partition key', r.attname, r.relid::regclass, v_type
+            USING ERRCODE = 'feature_not_supported',
+                  HINT = 'PostgreSQL cannot change the type of a partition key column (or of one a key expression uses). A bigint (bigserial) key column can be migrated; otherwise create a new table keyed by bigint and copy the rows.';
+    END LOOP;
+
+    -- ALTER COLUMN TYPE re-checks the CHECK constraints on the column as the caller. A function
+    -- in one of them that belongs to a role without the caller's privileges could do anything
+    -- with them: refused. Built-in functions and those of superusers are trusted.
+    FOR r IN
+        SELECT ck.* FROM (
+        SELECT k.conrelid::regclass AS rel, k.conname, p.oid::regprocedure AS fn, p.proowner
+        FROM unnest(t_rel, t_att) AS t(relid, attnum)
+        JOIN pg_constraint k ON k.conrelid = t.relid AND k.contype = 'c' AND t.attnum = ANY (k.conkey)
+        JOIN pg_depend d ON d.classid = 'pg_constraint'::regclass AND d.objid = k.oid
+                        AND d.refclassid IN ('pg_proc'::regclass, 'pg_operator'::regclass)
+        LEFT JOIN pg_operator o ON d.refclassid = 'pg_operator'::regclass AND o.oid = d.refobjid
+        JOIN pg_proc p ON p.oid = CASE WHEN d.refclassid = 'pg_proc'::regclass THEN d.refobjid ELSE o.oprcode::oid END
+        JOIN pg_roles ro ON ro.oid = p.proowner
+        WHERE NOT ro.rolsuper AND NOT pg_has_role(p.proowner, current_user, 'USAGE')
+        ) AS ck
+        ORDER BY ck.rel::text, ck.conname, ck.fn::text
+        LIMIT 1
+    LOOP
+        RAISE EXCEPTION 'cannot change the type of a column of table %: its check constraint "%" calls %, which belongs to role %',
+                        r.rel, r.conname, r.fn, pg_get_userbyid(r.proowner)
+            USING ERRCODE = 'insufficient_privilege',
+                  DETAIL = format('Changing the column''s type checks the constraint again with your privileges, which would run code that role %s can change.',
+                                  pg_get_userbyid(r.proowner)),
+                  HINT = format('Drop the constraint, migrate, and let role %s add it back; or have that function owned by a role you trust.',
+                                pg_get_userbyid(r.proowner));
+    END LOOP;
+
+    -- The old sequences: decide now, while every user of them is still in the catalog, which
+    -- go and which stay. A sequence that something else uses stays (the views recreated below
+    -- use it again); so does one that belongs to a role whose privileges the caller lacks.
+    -- The key's own defaults (ALTER TABLE drops them on every partition or child) do not count.
+    WITH RECURSIVE tree(relid) AS (
+        SELECT tbl::oid
+        UNION ALL
+        SELECT i.inhrelid FROM pg_inherits i JOIN tree ON i.inhparent = tree.relid
+    )
+    SELECT coalesce(array_agg(ad.oid), '{}') INTO v_key_defs
+    FROM tree
+    JOIN pg_attribute a ON a.attrelid = tree.relid AND a.attname = col
+    JOIN pg_attrdef ad ON ad.adrelid = tree.relid AND ad.adnum = a.attnum;
+    FOR v_i IN 1 .. cardinality(v_seqs) LOOP
+        c_rel := v_seqs[v_i];
+        SELECT c.oid::regclass::text, s.last_value INTO v_name, v_last
+        FROM pg_class c
+        JOIN pg_namespace ns ON ns.oid = c.relnamespace
+        LEFT JOIN pg_sequences s ON s.schemaname = ns.nspname AND s.sequencename = c.relname
+        WHERE c.oid = c_rel;
+        SELECT string_agg(pg_describe_object(d.classid, d.objid, d.objsubid), ', ' ORDER BY 1)
+        INTO v_reason
+        FROM pg_depend d
+        WHERE d.refclassid = 'pg_class'::regclass AND d.refobjid = c_rel
+          AND NOT (d.classid = 'pg_attrdef'::regclass AND d.objid = ANY (v_key_defs))
+          AND NOT (d.classid = 'pg_class'::regclass AND d.objid = c_rel);
+        IF v_reason IS NOT NULL THEN
+            IF v_identity IS NOT NULL THEN
+                -- DROP IDENTITY drops its sequence, and nothing can detach it from the column.
+                RAISE EXCEPTION 'cannot drop the identity sequence % of column "%" of table %: other objects use it', v_name, col, tbl
+                    USING ERRCODE = 'dependent_objects_still_exist',
+                          DETAIL = format('The sequence is used by %s.', v_reason),
+                          HINT = 'Migrating drops the identity and its sequence. Drop the objects named above, or make them use another sequence, then migrate.';
+            END IF;
+            v_reason := 'used by ' || v_reason;
+        ELSIF v_identity IS NULL THEN
+            SELECT CASE d.deptype
+                       WHEN 'e' THEN 'member of ' || pg_describe_object(d.refclassid, d.refobjid, d.refobjsubid)
+                       ELSE 'owned by ' || pg_describe_object(d.refclassid, d.refobjid, d.refobjsubid) END
+            INTO v_reason
+            FROM pg_depend d
+            WHERE d.classid = 'pg_class'::regclass AND d.objid = c_rel
+              AND (d.deptype = 'e' OR (d.deptype = 'a' AND d.refclassid = 'pg_class'::regclass
+                                       AND NOT (d.refobjid = tbl AND d.refobjsubid = v_att.attnum)
+                                       AND (d.refobjid, d.refobjsubid) NOT IN (SELECT ad.adrelid, ad.adnum::int FROM pg_attrdef ad
+                                                                              WHERE ad.oid = ANY (v_key_defs))))
+            LIMIT 1;
+            IF v_reason IS NULL THEN
+                SELECT 'belongs to role ' || quote_ident(pg_get_userbyid(c.relowner)) INTO v_reason
+                FROM pg_class c WHERE c.oid = c_rel AND NOT pg_has_role(v_owner, c.relowner, 'USAGE');
+            END IF;
+        END IF;
+        v_seq_names := v_seq_names || v_name;
+        v_seq_last := v_seq_last || v_last;
+        v_seq_why := v_seq_why || v_reason;
+        v_seq_link := v_seq_link || EXISTS (
+            SELECT 1 FROM pg_depend d
+            WHERE d.classid = 'pg_class'::regclass AND d.objid = c_rel AND d.deptype = 'a'
+              AND d.refclassid = 'pg_class'::regclass
+              AND ((d.refobjid = tbl AND d.refobjsubid = v_att.attnum)
+                   OR (d.refobjid, d.refobjsubid) IN (SELECT ad.adrelid, ad.adnum::int FROM pg_attrdef ad
+                                                      WHERE ad.oid = ANY (v_key_defs))));
+    END LOOP;
+
+    -- Views and materialized views that use those columns, and the views built on them,
+    -- block ALTER COLUMN TYPE: save their definitions, owners, options, privileges,
+    -- comments, triggers, rules, column defaults, (materialized) indexes and statistics, then
+    -- drop them (deepest first) and recreate them after the ALTER (shallowest first). Nothing
+    -- here runs a view's query: materialized views are created WITH NO DATA, handed to their
+    -- owners, and refilled at the end by REFRESH, which runs the query as the owner.
+    FOR r IN
+        WITH RECURSIVE deps(view, depth) AS (
+            SELECT rw.ev_class, 1
+            FROM unnest(t_rel, t_att) AS t(relid, attnum)
+            JOIN pg_depend d ON d.refclassid = 'pg_class'::regclass AND d.refobjid = t.relid
+                            AND d.refobjsubid = t.attnum AND d.classid = 'pg_rewrite'::regclass
+            JOIN pg_rewrite rw ON rw.oid = d.objid AND rw.rulename = '_RETURN' AND rw.ev_class <> t.relid
+            UNION
+            SELECT rw.ev_class, deps.depth + 1
+            FROM deps
+            JOIN pg_depend d ON d.refclassid = 'pg_class'::regclass AND d.refobjid = deps.view
+                            AND d.classid = 'pg_rewrite'::regclass
+            JOIN pg_rewrite rw ON rw.oid = d.objid AND rw.rulename = '_RETURN' AND rw.ev_class <> deps.view
+        )
+        SELECT c.oid, c.oid::regclass::text AS name, c.relkind, c.relowner, c.relacl, c.reloptions,
+               c.reltablespace, c.relispopulated, c.relpersistence, c.relnamespace, ns.nspname,
+               (SELECT am.amname FROM pg_am am WHERE am.oid = c.relam) AS amname,
+               CASE c.relkind WHEN 'm' THEN 'MATERIALIZED VIEW' ELSE 'VIEW' END AS kind,
+               max(deps.depth) AS depth
+        FROM deps JOIN pg_class c ON c.oid = deps.view JOIN pg_namespace ns ON ns.oid = c.relnamespace
+        GROUP BY c.oid, ns.nspname
+        ORDER BY max(deps.depth), c.oid::regclass::text
+    LOOP
+        -- A temporary view can only be recreated by its own session.
+        IF r.relpersistence = 't' THEN
+            v_pid := CASE WHEN r.relnamespace = pg_my_temp_schema() THEN pg_backend_pid() END;
+            v_n := substring(r.nspname FROM '^pg_temp_([0-9]+)$')::int;
+            IF v_pid IS NULL AND current_setting('server_version_num')::int >= 160000 THEN
+                SELECT pg_stat_get_backend_pid(b) INTO v_pid FROM pg_stat_get_backend_idset() AS b WHERE b = v_n;
+            END IF;
+            IF v_pid IS NULL THEN
+                -- Before PostgreSQL 16 only a session inside a transaction shows its number.
+                SELECT l.pid INTO v_pid FROM pg_locks l
+                WHERE l.locktype = 'virtualxid' AND split_part(l.virtualxid, '/', 1) = v_n::text LIMIT 1;
+            END IF;
+            RAISE EXCEPTION 'temporary view %.% of % depends on a column whose type changes',
+                            quote_ident(r.nspname), quote_ident((SELECT relname FROM pg_class WHERE oid = r.oid)),
+                            CASE WHEN v_pid = pg_backend_pid() THEN format('this session (pid %s)', v_pid)
+                                 WHEN v_pid IS NOT NULL THEN format('the session with pid %s', v_pid)
+                                 ELSE 'another session' END
+                USING ERRCODE = 'dependent_objects_still_exist',
+                      DETAIL = 'Only its own session can recreate a temporary view, and the view blocks the type change.',
+                      HINT = CASE WHEN v_pid = pg_backend_pid() THEN 'Drop the temporary view, migrate, then create it again.'
+                                  WHEN v_pid IS NOT NULL THEN format('Drop the view in that session, or end the session (SELECT pg_terminate_backend(%s)), then migrate.', v_pid)
+                                  ELSE 'Drop the view in its session, or end that session, then migrate.' END;
+        END IF;
+
+        v_views := v_views || r.name;
+        v_view_oids := v_view_oids || r.oid;
+        v_drops := format('DROP %s %s', r.kind, r.name) || v_drops;
+        -- What re-parsing may change: the column types, and the functions and operators that
+        -- the view's rules (its query and any other rule) use.
+        v_shapes := v_shapes || jsonb_build_object(r.name, jsonb_build_object(
+            'columns', (SELECT jsonb_object_agg(a.attname, format_type(a.atttypid, a.atttypmod))
+                        FROM pg_attribute a WHERE a.attrelid = r.oid AND a.attnum > 0 AND NOT a.attisdropped),
+            'functions', @extschema@.snowflake_migrate_rule_refs(r.oid)));
+
+        v_stmt := format('CREATE %s %s', r.kind, r.name);
+        IF r.relkind = 'm' THEN
+            v_stmt := v_stmt || format(' USING %I', r.amname);
+        END IF;
+        IF r.reloptions IS NOT NULL THEN
+            v_stmt := v_stmt || format(' WITH (%s)', array_to_string(r.reloptions, ', '));
+        END IF;
+        IF r.relkind = 'm' AND r.reltablespace <> 0 THEN
+            v_stmt := v_stmt || format(' TABLESPACE %I', (SELECT spcname FROM pg_tablespace WHERE oid = r.reltablespace));
+        END IF;
+        v_stmt := v_stmt || ' AS ' || regexp_replace(pg_get_viewdef(r.oid), ';\s*$', '');
+        IF r.relkind = 'm' THEN
+            v_stmt := v_stmt || ' WITH NO DATA';
+            IF r.relispopulated THEN
+                v_refresh := v_refresh || r.name;
+            END IF;
+        END IF;
+        v_redo := v_redo || v_stmt;
+        v_redo := v_redo || format('ALTER %s %s OWNER TO %I', r.kind, r.name, pg_get_userbyid(r.relowner));
+        -- Privileges: this marker is replaced by a check of the new view's privileges; if
+        -- they differ from the saved ones (ALTER DEFAULT PRIVILEGES, for one), every grant
+        -- is revoked and the saved ones are granted again.
+        v_redo := v_redo || ('-- acl ' || r.name);
+        v_acls := v_acls || jsonb_build_object(r.name, coalesce(r.relacl, acldefault('r', r.relowner))::text);
+        v_redo := v_redo || ARRAY(
+            SELECT format('GRANT %s (%I) ON %s TO %s%s', x.privilege_type, a.attname, r.name,
+                          CASE WHEN x.grantee = 0 THEN 'PUBLIC' ELSE quote_ident(pg_get_userbyid(x.grantee)) END,
+                          CASE WHEN x.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END)
+            FROM pg_attribute a, aclexplode(a.attacl) AS x
+            WHERE a.attrelid = r.oid AND a.attnum > 0 AND a.attacl IS NOT NULL
+            ORDER BY a.attnum, x.grantee, x.privilege_type);
+        v_redo := v_redo || ARRAY(
+            SELECT format('COMMENT ON %s %s IS %L', r.kind, r.name, obj_description(r.oid, 'pg_class'))
+            WHERE obj_description(r.oid, 'pg_class') IS NOT NULL);
+        v_redo := v_redo || ARRAY(
+            SELECT format('COMMENT ON COLUMN %s.%I IS %L', r.name, a.attname, d.description)
+            FROM pg_attribute a
+            JOIN pg_description d ON d.objoid = r.oid AND d.classoid = 'pg_class'::regclass AND d.objsubid = a.attnum
+            WHERE a.attrelid = r.oid AND a.attnum > 0
+            ORDER BY a.attnum);
+        v_redo := v_redo || ARRAY(
+            SELECT format('ALTER %s %s ALTER COLUMN %I SET STATISTICS %s', r.kind, r.name, a.attname, a.attstattarget)
+            FROM pg_attribute a
+            WHERE a.attrelid = r.oid AND a.attnum > 0 AND r.relkind = 'm' AND coalesce(a.attstattarget, -1) >= 0
+            ORDER BY a.attnum);
+        v_redo := v_redo || ARRAY(
+            SELECT format('ALTER %s %s ALTER COLUMN %I SET (%s)', r.kind, r.name, a.attname, o.opts)
+            FROM pg_attribute a
+            -- (pg_attver, which some PostgreSQL builds keep there, is reserved: not an option)
+            CROSS JOIN LATERAL (SELECT string_agg(x, ', ' ORDER BY n) AS opts
+                                FROM unnest(a.attoptions) WITH ORDINALITY AS u(x, n)
+                                WHERE x NOT LIKE 'pg\_attver=%') AS o
+            WHERE a.attrelid = r.oid AND a.attnum > 0 AND r.relkind = 'm' AND o.opts IS NOT NULL
+            ORDER BY a.attnum);
+        v_redo := v_redo || ARRAY(
+            SELECT format('ALTER VIEW %s ALTER COLUMN %I SET DEFAULT %s', r.name, a.attname, pg_get_expr(d.adbin, d.adrelid))
+            FROM pg_attrdef d JOIN pg_attribute a ON a.attrelid = d.adrelid AND a.attnum = d.adnum
+            WHERE d.adrelid = r.oid
+            ORDER BY a.attnum);
+        v_redo := v_redo || ARRAY(
+            SELECT pg_get_triggerdef(tg.oid)
+            FROM pg_trigger tg WHERE tg.tgrelid = r.oid AND NOT tg.tgisinternal
+            ORDER BY tg.tgname);
+        v_redo := v_redo || ARRAY(
+            SELECT format('ALTER TABLE %s DISABLE TRIGGER %I', r.name, tg.tgname)
+            FROM pg_trigger tg WHERE tg.tgrelid = r.oid AND NOT tg.tgisinternal AND tg.tgenabled = 'D'
+            ORDER BY tg.tgname);
+        v_redo := v_redo || ARRAY(
+            SELECT regexp_replace(pg_get_ruledef(rw.oid), ';\s*$', '')
+            FROM pg_rewrite rw WHERE rw.ev_class = r.oid AND rw.rulename <> '_RETURN'
+            ORDER BY rw.rulename);
+        -- Indexes (built empty: the view has no rows yet) with their tablespace, comment and
+        -- CLUSTER mark.
+        v_redo := v_redo || ARRAY(
+            SELECT u.stmt
+            FROM pg_index i
+            JOIN pg_class ic ON ic.oid = i.indexrelid
+            CROSS JOIN LATERAL unnest(ARRAY[
+                pg_get_indexdef(i.indexrelid),
+                CASE WHEN ic.reltablespace <> 0
+                     THEN format('ALTER INDEX %s SET TABLESPACE %I', i.indexrelid::regclass,
+                                 (SELECT spcname FROM pg_tablespace WHERE oid = ic.reltablespace)) END,
+                CASE WHEN obj_description(i.indexrelid, 'pg_class') IS NOT NULL
+                     THEN format('COMMENT ON INDEX %s IS %L', i.indexrelid::regclass, obj_description(i.indexrelid, 'pg_class')) END,
+                CASE WHEN i.indisclustered
+                     THEN format('ALTER %s %s CLUSTER ON %I', r.kind, r.name, ic.relname) END
+            ]) WITH ORDINALITY AS u(stmt, n)
+            WHERE i.indrelid = r.oid AND u.stmt IS NOT NULL
+            ORDER BY i.indexrelid::regclass::text, u.n);
+        -- Extended statistics, with their owner, target and comment.
+        v_redo := v_redo || ARRAY(
+            SELECT u.stmt
+            FROM pg_statistic_ext s
+            JOIN pg_namespace sn ON sn.oid = s.stxnamespace
+            CROSS JOIN LATERAL unnest(ARRAY[
+                pg_get_statisticsobjdef(s.oid),
+                format('ALTER STATISTICS %I.%I OWNER TO %I', sn.nspname, s.stxname, pg_get_userbyid(s.stxowner)),
+                CASE WHEN coalesce(s.stxstattarget, -1) >= 0
+                     THEN format('ALTER STATISTICS %I.%I SET STATISTICS %s', sn.nspname, s.stxname, s.stxstattarget) END,
+                CASE WHEN obj_description(s.oid, 'pg_statistic_ext') IS NOT NULL
+                     THEN format('COMMENT ON STATISTICS %I.%I IS %L', sn.nspname, s.stxname, obj_description(s.oid, 'pg_statistic_ext')) END
+            ]) WITH ORDINALITY AS u(stmt, n)
+            WHERE s.stxrelid = r.oid AND u.stmt IS NOT NULL
+            ORDER BY sn.nspname, s.stxname, u.n);
+    END LOOP;
+
+    -- Every step below runs as the key table's owner, in a security-restricted operation
+    -- (snowflake_migrate_exec()): code that PostgreSQL runs for it (a CHECK checked again, an
+    -- index expression, a domain's check while a view is parsed again, a materialized view's
+    -- query) runs with that owner's rights, never with the caller's, and cannot SET ROLE back.
+    -- That owner must own everything the call changes; checked here, before the first DDL.
+    WITH RECURSIVE tree(relid) AS (
+        SELECT tbl::oid
+        UNION ALL
+        SELECT i.inhrelid FROM pg_inherits i JOIN tree ON i.inhparent = tree.relid
+    )
+    SELECT array_agg(relid) INTO v_tree FROM tree;
+    v_rels := ARRAY(SELECT DISTINCT x FROM unnest(v_tree || t_rel || v_view_oids) AS x);
+    FOR r IN
+        SELECT o.* FROM (
+            SELECT c.oid::regclass::text AS name, c.relowner AS owner,
+                   CASE c.relkind WHEN 'v' THEN 'VIEW' WHEN 'm' THEN 'MATERIALIZED VIEW' ELSE 'TABLE' END AS kind,
+                   CASE c.relkind WHEN 'v' THEN 'view' WHEN 'm' THEN 'materialized view'
+                                  WHEN 'p' THEN 'partitioned table' ELSE 'table' END AS what
+            FROM pg_class c WHERE c.oid = ANY (v_rels)
+            UNION ALL
+            SELECT format('%I.%I', sn.nspname, s.stxname), s.stxowner, 'STATISTICS', 'statistics object'
+            FROM pg_statistic_ext s JOIN pg_namespace sn ON sn.oid = s.stxnamespace
+            WHERE s.stxrelid = ANY (v_rels)
+        ) AS o
+        WHERE o.owner <> v_owner
+        ORDER BY o.name
+        LIMIT 1
+    LOOP
+        RAISE EXCEPTION '% % belongs to role %, not to role %, the owner of table %', r.what, r.name,
+                        quote_ident(pg_get_userbyid(r.owner)), quote_ident(pg_get_userbyid(v_owner)), tbl
+            USING ERRCODE = 'insufficient_privilege',
+                  DETAIL = format('Migrating %s changes or recreates %s %s. Every step runs as the owner of %s, so that no role''s code runs with more privileges than that role''s own; it must own everything the migration changes.',
+                                  tbl, r.what, r.name, tbl),
+                  HINT = format('Run ALTER %s %s OWNER TO %s (and back afterwards), or drop the object, migrate, and let role %s create it again.',
+                                r.kind, r.name, quote_ident(pg_get_userbyid(v_owner)), quote_ident(pg_get_userbyid(r.owner)));
+    END LOOP;
+
+    -- Recreating a view (and a materialized view's statistics objects) needs CREATE on its schema.
+    FOR r IN
+        SELECT DISTINCT n.nspname
+        FROM pg_namespace n
+        WHERE (n.oid IN (SELECT c.relnamespace FROM pg_class c WHERE c.oid = ANY (v_view_oids))
+               OR n.oid IN (SELECT s.stxnamespace FROM pg_statistic_ext s WHERE s.stxrelid = ANY (v_view_oids)))
+          AND NOT has_schema_privilege(v_owner, n.oid, 'CREATE')
+        ORDER BY 1
+        LIMIT 1
+    LOOP
+        RAISE EXCEPTION 'role %, the owner of table %, cannot create objects in schema %', quote_ident(pg_get_userbyid(v_owner)), tbl, quote_ident(r.nspname)
+            USING ERRCODE = 'insufficient_privilege',
+                  DETAIL = format('The migration recreates views of schema %s as the table''s owner.', quote_ident(r.nspname)),
+                  HINT = format('GRANT CREATE ON SCHEMA %s TO %s (and revoke it afterwards), then migrate.', quote_ident(r.nspname), quote_ident(pg_get_userbyid(v_owner)));
+    END LOOP;
+
+    -- A BEGIN ATOMIC function that uses a changing column or a recreated view blocks the
+    -- ALTER or the DROP: refused here rather than after DDL began.
+    FOR r IN
+        SELECT DISTINCT d.objid::regprocedure AS fn, d.refobjid::regclass AS rel
+        FROM pg_depend d
+        WHERE d.classid = 'pg_proc'::regclass AND d.refclassid = 'pg_class'::regclass
+          AND ((d.refobjid, d.refobjsubid) IN (SELECT t.relid, t.attnum::int FROM unnest(t_rel, t_att) AS t(relid, attnum))
+               OR d.refobjid = ANY (v_view_oids))
+        ORDER BY 1, 2
+        LIMIT 1
+    LOOP
+        RAISE EXCEPTION 'function % uses %, which the migration changes', r.fn, r.rel
+            USING ERRCODE = 'dependent_objects_still_exist',
+                  DETAIL = 'A function written with BEGIN ATOMIC records what it uses; PostgreSQL cannot change the type of a column it uses, nor drop a view it uses.',
+                  HINT = 'Drop the function, migrate, then create it again.';
+    END LOOP;
+
+    -- Anything else that depends on a view to be dropped and recreated (a rule of another table,
+    -- a policy) blocks the DROP: refused here too.
+    FOR r IN
+        SELECT DISTINCT pg_describe_object(d.classid, d.objid, 0) AS what, d.refobjid::regclass AS rel
+        FROM pg_depend d
+        WHERE d.refclassid = 'pg_class'::regclass AND d.refobjid = ANY (v_view_oids) AND d.deptype = 'n'
+          AND d.classid <> 'pg_proc'::regclass
+          AND NOT (d.classid = 'pg_rewrite'::regclass
+                   AND (SELECT rw.ev_class FROM pg_rewrite rw WHERE rw.oid = d.objid) = ANY (v_view_oids))
+        ORDER BY 1, 2
+        LIMIT 1
+    LOOP
+        RAISE EXCEPTION 'cannot drop and recreate the dependent view %: % depends on it', r.rel, r.what
+            USING ERRCODE = 'dependent_objects_still_exist',
+                  HINT = 'Only views and materialized views are recreated. Drop the object named above, migrate, then create it again.';
+    END LOOP;
+
+    -- A publication's row filter or column list on a changing column blocks the ALTER.
+    FOR r IN
+        SELECT DISTINCT p.pubname, pr.prrelid::regclass AS rel, a.attname
+        FROM pg_depend d
+        JOIN pg_publication_rel pr ON pr.oid = d.objid
+        JOIN pg_publication p ON p.oid = pr.prpubid
+        JOIN pg_attribute a ON a.attrelid = d.refobjid AND a.attnum = d.refobjsubid
+        WHERE d.classid = 'pg_publication_rel'::regclass AND d.refclassid = 'pg_class'::regclass
+          AND (d.refobjid, d.refobjsubid) IN (SELECT t.relid, t.attnum::int FROM unnest(t_rel, t_att) AS t(relid, attnum))
+        ORDER BY 1, 2, 3
+        LIMIT 1
+    LOOP
+        RAISE EXCEPTION 'publication % filters on or lists column "%" of table %, whose type changes', quote_ident(r.pubname), r.attname, r.rel
+            USING ERRCODE = 'feature_not_supported',
+                  DETAIL = 'PostgreSQL cannot change the type of a column that a publication''s row filter or column list uses.',
+                  HINT = format('ALTER PUBLICATION %s DROP TABLE %s, migrate, then add the table back with its filter or column list.', quote_ident(r.pubname), r.rel);
+    END LOOP;
+
+    -- Code that the steps may run or parse again: the functions, operators and types (with
+    -- their domains' constraints) that the changed relations' constraints, defaults, indexes,
+    -- statistics, rules, triggers and policies use, and the views those rules read, followed
+    -- through every function, operator and type that uses another. As the owner runs it, the
+    -- code of another role runs with the owner's rights, not the caller's; when the owner is a
+    -- superuser, that would be a superuser's rights: refused.
+    IF v_osuper THEN
+        FOR r IN
+            SELECT x.classid, x.objid, x.owner
+            FROM @extschema@.snowflake_migrate_reachable(v_rels) AS x
+            JOIN pg_roles ro ON ro.oid = x.owner
+            WHERE NOT ro.rolsuper
+            ORDER BY pg_describe_object(x.classid, x.objid, 0)
+            LIMIT 1
+        LOOP
+            RAISE EXCEPTION '% belongs to role %, which is not a superuser, and the migration would run it as superuser %',
+                            pg_describe_object(r.classid, r.objid, 0), quote_ident(pg_get_userbyid(r.owner)),
+                            quote_ident(pg_get_userbyid(v_owner))
+                USING ERRCODE = 'insufficient_privilege',
+                      DETAIL = format('Table %s belongs to a superuser, and an object the migration changes or parses again uses %s: every step runs as the table''s owner, so that code would run with a superuser''s rights.',
+                                      tbl, pg_describe_object(r.classid, r.objid, 0)),
+                      HINT = format('Have the table owned by a role that is not a superuser (ALTER TABLE %s OWNER TO ...) for the migration, or have that object owned by a superuser, or drop what uses it and create it again afterwards.', tbl);
+        END LOOP;
+    END IF;
+
+    -- Parsed again against the new types, a name may resolve to another function or operator of
+    -- the same name: one that another role (neither the owner nor a superuser) placed in the same
+    -- schema would then run with the owner's rights. Refused before anything is parsed again.
+    FOR r IN
+        SELECT x.classid, x.objid, o.classid AS oclass, o.objid AS oobj, o.owner
+        FROM @extschema@.snowflake_migrate_direct_refs(v_rels) AS x
+        CROSS JOIN LATERAL (
+            SELECT 'pg_proc'::regclass::oid, q.oid, q.proowner
+            FROM pg_proc p JOIN pg_proc q ON q.proname = p.proname AND q.pronamespace = p.pronamespace AND q.oid <> p.oid
+            WHERE x.classid = 'pg_proc'::regclass AND p.oid = x.objid
+            UNION ALL
+            SELECT 'pg_operator'::regclass::oid, q.oid, q.oprowner
+            FROM pg_operator p JOIN pg_operator q ON q.oprname = p.oprname AND q.oprnamespace = p.oprnamespace AND q.oid <> p.oid
+            WHERE x.classid = 'pg_operator'::regclass AND p.oid = x.objid
+        ) AS o(classid, objid, owner)
+        JOIN pg_roles ro ON ro.oid = o.owner
+        WHERE o.owner <> v_owner AND NOT ro.rolsuper
+        ORDER BY pg_describe_object(x.classid, x.objid, 0), pg_describe_object(o.classid, o.objid, 0)
+        LIMIT 1
+    LOOP
+        RAISE EXCEPTION '% has an overload, %, that belongs to role %', pg_describe_object(r.classid, r.objid, 0),
+                        pg_describe_object(r.oclass, r.oobj, 0), quote_ident(pg_get_userbyid(r.owner))
+            USING ERRCODE = 'insufficient_privilege',
+                  DETAIL = format('Objects that the migration parses again use %s; with the new column types that name may resolve to %s, which would then run with the rights of role %s.',
+                                  pg_describe_object(r.classid, r.objid, 0), pg_describe_object(r.oclass, r.oobj, 0), quote_ident(pg_get_userbyid(v_owner))),
+                  HINT = format('Drop %s or have it owned by role %s, then migrate.', pg_describe_object(r.oclass, r.oobj, 0), quote_ident(pg_get_userbyid(v_owner)));
+    END LOOP;
+
+    FOREACH v_stmt IN ARRAY v_drops LOOP
+        BEGIN
+            PERFORM @extschema@.snowflake_migrate_exec(v_owner, ARRAY[v_stmt]);
+        EXCEPTION WHEN dependent_objects_still_exist THEN
+            GET STACKED DIAGNOSTICS v_reason = PG_EXCEPTION_DETAIL;
+            RAISE EXCEPTION 'cannot drop and recreate the dependent view %: other objects depend on it', substr(v_stmt, strpos(v_stmt, ' VIEW ') + 6)
+                USING ERRCODE = 'dependent_objects_still_exist',
+                      DETAIL = v_reason,
+                      HINT = 'Only views and materialized views are recreated. Drop the objects named above, migrate, then create them again.';
+        END;
+    END LOOP;
+
+    -- The key column: identity or sequence default off, the new type, snowflake_next() default.
+    -- One ALTER TABLE per table, so each table is rewritten once.
+    v_clauses := '{}';
+    IF NOT v_key_done THEN
+        IF v_identity IS NOT NULL THEN
+            v_clauses := v_clauses || format('ALTER COLUMN %I DROP IDENTITY', col);
+        ELSIF v_def_oid IS NOT NULL THEN
+            v_clauses := v_clauses || format('ALTER COLUMN %I DROP DEFAULT', col);
+        END IF;
+    END IF;
+    v_clauses := v_clauses || ARRAY(
+        SELECT format('ALTER COLUMN %I TYPE %s', w.c, v_type)
+               || CASE WHEN new_type <> 'int8'::regtype THEN format(' USING %I::pg_catalog.int8::%s', w.c, v_type) ELSE '' END
+        FROM unnest(w_rel, w_col) WITH ORDINALITY AS w(rel, c, n)
+        WHERE w.rel = tbl ORDER BY w.n);
+    IF NOT v_key_done THEN
+        v_clauses := v_clauses || format('ALTER COLUMN %I SET DEFAULT %s', col, sf_default);
+    END IF;
+    IF cardinality(v_clauses) > 0 THEN
+        PERFORM @extschema@.snowflake_migrate_exec(v_owner, ARRAY[format('ALTER TABLE %s %s', tbl, array_to_string(v_clauses, ', '))]);
+    END IF;
+
+    FOR r IN
+        SELECT w.rel, array_agg(format('ALTER COLUMN %I TYPE %s', w.c, v_type)
+               || CASE WHEN new_type <> 'int8'::regtype THEN format(' USING %I::pg_catalog.int8::%s', w.c, v_type) ELSE '' END ORDER BY w.n) AS clauses
+        FROM unnest(w_rel, w_col) WITH ORDINALITY AS w(rel, c, n)
+        WHERE w.rel <> tbl
+        GROUP BY w.rel
+        ORDER BY min(w.n)
+    LOOP
+        PERFORM @extschema@.snowflake_migrate_exec(v_owner, ARRAY[format('ALTER TABLE %s %s', r.rel::regclass, array_to_string(r.clauses, ', '))]);
+    END LOOP;
+
+    -- The old sequences, as decided above. An identity sequence went with DROP IDENTITY. A kept
+    -- sequence stops claiming the column (OWNED BY), so pg_get_serial_sequence() no longer
+    -- names it.
+    FOR v_i IN 1 .. cardinality(v_seqs) LOOP
+        v_name := v_seq_names[v_i];
+        IF v_seq_why[v_i] IS NULL THEN
+            IF EXISTS (SELECT 1 FROM pg_class WHERE oid = v_seqs[v_i]) THEN
+                PERFORM @extschema@.snowflake_migrate_exec(v_owner, ARRAY[format('DROP SEQUENCE %s', v_name)]);
+            END IF;
+            v_dropped := v_dropped || jsonb_build_object('sequence', v_name, 'last_value', v_seq_last[v_i]::text);
+        ELSE
+            IF v_seq_link[v_i] THEN
+                PERFORM @extschema@.snowflake_migrate_exec(v_owner, ARRAY[format('ALTER SEQUENCE %s OWNED BY NONE', v_name)]);
+            END IF;
+            RAISE NOTICE 'sequence % is kept: %', v_name, v_seq_why[v_i];
+            v_kept := v_kept || jsonb_build_object('sequence', v_name, 'reason', v_seq_why[v_i]);
+        END IF;
+    END LOOP;
+
+    FOREACH v_stmt IN ARRAY v_redo LOOP
+        IF v_stmt LIKE '-- acl %' THEN
+            v_name := substr(v_stmt, 8);
+            SELECT coalesce(c.relacl, acldefault('r', c.relowner)) INTO v_acl
+            FROM pg_class c WHERE c.oid = v_name::regclass;
+            IF v_acl::text = v_acls ->> v_name THEN
+                CONTINUE;
+            END IF;
+            FOR r IN SELECT DISTINCT x.grantee FROM aclexplode(v_acl) AS x LOOP
+                PERFORM @extschema@.snowflake_migrate_exec(v_owner, ARRAY[format('REVOKE ALL ON %s FROM %s', v_name,
+                               CASE WHEN r.grantee = 0 THEN 'PUBLIC' ELSE quote_ident(pg_get_userbyid(r.grantee)) END)]);
+            END LOOP;
+            FOR r IN
+                SELECT x.grantee, x.privilege_type, x.is_grantable
+                FROM aclexplode((v_acls ->> v_name)::aclitem[]) AS x
+                ORDER BY x.grantee, x.privilege_type
+            LOOP
+                PERFORM @extschema@.snowflake_migrate_exec(v_owner, ARRAY[format('GRANT %s ON %s TO %s%s', r.privilege_type, v_name,
+                               CASE WHEN r.grantee = 0 THEN 'PUBLIC' ELSE quote_ident(pg_get_userbyid(r.grantee)) END,
+                               CASE WHEN r.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END)]);
+            END LOOP;
+        ELSE
+            PERFORM @extschema@.snowflake_migrate_exec(v_owner, ARRAY[v_stmt]);
+        END IF;
+    END LOOP;
+
+    -- Views are parsed again against the new types: sum(id) turns numeric, f(id) may call
+    -- another f, id % 2 another operator. Compared here, before any REFRESH runs a query: a
+    -- view whose rules (its query or any other rule) now use a function or operator of a role
+    -- that is neither the owner nor a superuser is refused; one whose columns changed to
+    -- another type than the key's, or whose rules use other functions or operators, is
+    -- reported.
+    FOREACH v_name IN ARRAY v_views LOOP
+        FOR r IN
+            SELECT x.classid, x.objid, x.owner
+            FROM @extschema@.snowflake_migrate_direct_refs(ARRAY[v_name::regclass::oid]) AS x
+            JOIN pg_roles ro ON ro.oid = x.owner
+            WHERE x.via = 'pg_rewrite'::regclass AND x.owner <> v_owner AND NOT ro.rolsuper
+              AND NOT (v_shapes -> v_name -> 'functions') ? (CASE WHEN x.classid = 'pg_proc'::regclass THEN x.objid::regprocedure::text
+                                                                  ELSE 'operator ' || x.objid::regoperator::text END)
+            ORDER BY 1, 2
+            LIMIT 1
+        LOOP
+            RAISE EXCEPTION 'view % parsed again would use %, which belongs to role %', v_name,
+                            pg_describe_object(r.classid, r.objid, 0), quote_ident(pg_get_userbyid(r.owner))
+                USING ERRCODE = 'insufficient_privilege',
+                      DETAIL = format('With the new column types the view''s rules resolve to %s instead of what they used before; its code would run with the rights of role %s.',
+                                      pg_describe_object(r.classid, r.objid, 0), quote_ident(pg_get_userbyid(v_owner))),
+                      HINT = format('Drop %s, or have it owned by role %s, then migrate.', pg_describe_object(r.classid, r.objid, 0), quote_ident(pg_get_userbyid(v_owner)));
+        END LOOP;
+        v_shape := v_shapes -> v_name;
+        SELECT coalesce(jsonb_agg(jsonb_build_object('column', a.attname, 'old_type', v_shape -> 'columns' ->> a.attname,
+                                                     'new_type', format_type(a.atttypid, a.atttypmod))
+                                  ORDER BY a.attnum), '[]')
+        INTO v_changes
+        FROM pg_attribute a
+        WHERE a.attrelid = v_name::regclass AND a.attnum > 0 AND NOT a.attisdropped
+          AND format_type(a.atttypid, a.atttypmod) IS DISTINCT FROM v_shape -> 'columns' ->> a.attname;
+        SELECT jsonb_build_object('view', v_name, 'columns', v_changes) ||
+               CASE WHEN f.fns IS DISTINCT FROM v_shape -> 'functions'
+                    THEN jsonb_build_object('old_functions', v_shape -> 'functions', 'new_functions', f.fns)
+                    ELSE '{}' END
+        INTO v_shape
+        FROM (SELECT @extschema@.snowflake_migrate_rule_refs(v_name::regclass) AS fns) AS f;
+        IF v_shape ? 'new_functions'
+           OR EXISTS (SELECT 1 FROM jsonb_array_elements(v_changes) AS x WHERE x ->> 'new_type' <> format_type(new_type, NULL)) THEN
+            RAISE NOTICE 'view % was parsed again and its result changed: %', v_name, v_shape;
+            v_reparsed := v_reparsed || v_shape;
+        END IF;
+    END LOOP;
+
+    -- Materialized views that held rows get them again from their query, run by REFRESH as
+    -- their owner in a security-restricted operation, shallowest first. One that was never
+    -- populated stays so.
+    FOREACH v_name IN ARRAY v_refresh LOOP
+        PERFORM @extschema@.snowflake_migrate_exec(v_owner, ARRAY[format('REFRESH MATERIALIZED VIEW %s', v_name)]);
+    END LOOP;
+    IF cardinality(v_refresh) > 0 THEN
+        RAISE NOTICE 'materialized views refilled from their queries: %', array_to_string(v_refresh, ', ');
+    END IF;
+
+    RETURN jsonb_build_object(
+        'table', tbl::text,
+        'column', col,
+        'changed', true,
+        'old_type', v_old_type,
+        'old_default', CASE WHEN v_identity IS NOT NULL THEN 'generated ' || v_identity || ' as identity'
+                            ELSE v_def_expr END,
+        'new_type', format_type(new_type, NULL),
+        'new_default', sf_call,
+        'max_existing_id', v_max::text,
+        'widened_columns', v_widened,
+        'dropped_sequences', v_dropped,
+        'kept_sequences', v_kept,
+        'recreated_views', to_jsonb(v_views),
+        'refreshed_matviews', to_jsonb(v_refresh),
+        'reparsed_views', v_reparsed);
+END
+$function$;
+
+COMMENT ON FUNCTION snowflake_migrate_column(regclass, name, regtype) IS
+'converts a serial, bigserial, identity or nextval() key column (and the integer foreign keys that reference it) to new_type (bigint, or the snowflake type) DEFAULT snowflake_next(); returns a jsonb summary';
+
 -- (migration section: end)
 
 

@@ -219,6 +219,8 @@ snowflake_min_id(PG_FUNCTION_ARGS)
 {
 	int64		tick = sf_timestamptz_arg("ts", PG_GETARG_TIMESTAMPTZ(0)) - SF_EPOCH_UNIX_MS;
 
+	sf_migrate_refuse_old_caller(fcinfo);	/* migrate.c: the 1.1 and 1.2 migrations */
+
 	PG_RETURN_INT64(sf_make_id(tick, 0, 0, 0));
 }
 

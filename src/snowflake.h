@@ -259,6 +259,9 @@ extern uint64 sf_reserve(int node, int64 count, const char *caller);
 extern int	sf_current_node(const char *caller);
 
 /* worker.c: the reservation writer, which keeps the durable mark ahead */
+/* migrate.c */
+extern void sf_migrate_refuse_old_caller(FunctionCallInfo fcinfo);
+
 extern void sf_worker_register(void);
 extern void sf_bgworker_register(const char *name, const char *function, int flags,
 								 BgWorkerStartTime start, int restart_s);

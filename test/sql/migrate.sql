@@ -155,8 +155,15 @@ CREATE VIEW v_stacked WITH (security_barrier = true) AS SELECT id AS vid FROM v_
 CREATE VIEW v_other AS SELECT v FROM t_viewed;  -- does not use id: left alone
 CREATE MATERIALIZED VIEW mv_viewed AS SELECT id, upper(v) AS v FROM t_viewed;
 CREATE UNIQUE INDEX mv_viewed_id ON mv_viewed (id);
+-- everything the call recreates belongs to the key table's owner (1.3 refuses otherwise: see
+-- migrate_owner), here a role that is not the caller
+ALTER TABLE t_viewed OWNER TO regress_sf_owner;
 ALTER VIEW v_plain OWNER TO regress_sf_owner;
-GRANT SELECT ON t_viewed TO regress_sf_owner;
+ALTER VIEW v_stacked OWNER TO regress_sf_owner;
+ALTER MATERIALIZED VIEW mv_viewed OWNER TO regress_sf_owner;
+-- it recreates the views as that role, which needs CREATE on their schema
+SELECT try('SELECT snowflake_migrate_column(''t_viewed'')');
+GRANT CREATE ON SCHEMA public TO regress_sf_owner;
 GRANT SELECT ON v_plain TO regress_sf_reader;
 GRANT SELECT (vid) ON v_stacked TO regress_sf_reader;
 COMMENT ON VIEW v_plain IS 'plain view';
@@ -316,5 +323,6 @@ FROM pg_proc p WHERE p.proname = 'snowflake_migrate_column';
 
 \c :regress_db
 DROP DATABASE snowflake_migrate;
+REVOKE CREATE ON SCHEMA public FROM regress_sf_owner;
 DROP ROLE regress_sf_owner;
 DROP ROLE regress_sf_reader;
