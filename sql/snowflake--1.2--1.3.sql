@@ -27,4 +27,303 @@
 
 
 -- ==== type: the snowflake column type (src/type.c, docs/type.md) ====
+
+-- The type joins PostgreSQL's own integer families (btree and hash integer_ops, where int2,
+-- int4 and int8 already live together), beside its own snowflake_ops.  An index on a bigint
+-- column is in integer_ops: only an operator of that family can be its index condition, so
+-- without this a foreign key lookup from a snowflake key into a bigint column
+-- (bigint_col = $1::snowflake), a bigint_col = <snowflake> filter and a merge join of the two
+-- columns could not use the bigint index.  Every = is in both families, so the planner
+-- sees the same families for snowflake = bigint as for bigint = bigint and builds one
+-- equivalence class across them (derived equalities, partition pruning).
+-- Added members depend on their operators (AUTO): DROP EXTENSION removes them with the operators,
+-- and CREATE EXTENSION (on restore) adds them again; pg_dump does not dump pg_catalog's families.
+
+-- The btree family needs snowflake's own comparisons too (an equivalence class that holds a
+-- snowflake column and a bigint one sorts the snowflake side with integer_ops' operators for a
+-- merge join), but not the type's < and > themselves: ORDER BY id takes its operator from the
+-- default operator class (snowflake_ops), and the planner names an ordering operator's family
+-- by the first btree family that holds it (integer_ops has the lower OID).  With < in
+-- integer_ops, ORDER BY id and max(id) would ask for integer_ops order, which an index of
+-- snowflake_ops does not give: every existing snowflake index would stop serving them.  So
+-- integer_ops gets four operators of its own for snowflake, |<| |<=| |>=| |>: the same int8
+-- functions under other names, members of integer_ops only.  = is shared (equivalence classes
+-- need one equality operator for both families).
+
+CREATE OPERATOR |<| (
+    LEFTARG = @extschema@.snowflake, RIGHTARG = @extschema@.snowflake, FUNCTION = @extschema@.snowflake_lt,
+    COMMUTATOR = OPERATOR(@extschema@.|>|), NEGATOR = OPERATOR(@extschema@.|>=|),
+    RESTRICT = pg_catalog.scalarltsel, JOIN = pg_catalog.scalarltjoinsel);
+CREATE OPERATOR |<=| (
+    LEFTARG = @extschema@.snowflake, RIGHTARG = @extschema@.snowflake, FUNCTION = @extschema@.snowflake_le,
+    COMMUTATOR = OPERATOR(@extschema@.|>=|), NEGATOR = OPERATOR(@extschema@.|>|),
+    RESTRICT = pg_catalog.scalarlesel, JOIN = pg_catalog.scalarlejoinsel);
+CREATE OPERATOR |>=| (
+    LEFTARG = @extschema@.snowflake, RIGHTARG = @extschema@.snowflake, FUNCTION = @extschema@.snowflake_ge,
+    COMMUTATOR = OPERATOR(@extschema@.|<=|), NEGATOR = OPERATOR(@extschema@.|<|),
+    RESTRICT = pg_catalog.scalargesel, JOIN = pg_catalog.scalargejoinsel);
+CREATE OPERATOR |>| (
+    LEFTARG = @extschema@.snowflake, RIGHTARG = @extschema@.snowflake, FUNCTION = @extschema@.snowflake_gt,
+    COMMUTATOR = OPERATOR(@extschema@.|<|), NEGATOR = OPERATOR(@extschema@.|<=|),
+    RESTRICT = pg_catalog.scalargtsel, JOIN = pg_catalog.scalargtjoinsel);
+
+ALTER OPERATOR FAMILY pg_catalog.integer_ops USING btree ADD
+    OPERATOR 1 @extschema@.|<| (@extschema@.snowflake, @extschema@.snowflake),
+    OPERATOR 2 @extschema@.|<=| (@extschema@.snowflake, @extschema@.snowflake),
+    OPERATOR 3 @extschema@.= (@extschema@.snowflake, @extschema@.snowflake),
+    OPERATOR 4 @extschema@.|>=| (@extschema@.snowflake, @extschema@.snowflake),
+    OPERATOR 5 @extschema@.|>| (@extschema@.snowflake, @extschema@.snowflake),
+    FUNCTION 1 (@extschema@.snowflake, @extschema@.snowflake) @extschema@.snowflake_cmp(@extschema@.snowflake, @extschema@.snowflake),
+    FUNCTION 2 (@extschema@.snowflake, @extschema@.snowflake) @extschema@.snowflake_sortsupport(internal),
+    OPERATOR 1 @extschema@.< (@extschema@.snowflake, bigint),
+    OPERATOR 2 @extschema@.<= (@extschema@.snowflake, bigint),
+    OPERATOR 3 @extschema@.= (@extschema@.snowflake, bigint),
+    OPERATOR 4 @extschema@.>= (@extschema@.snowflake, bigint),
+    OPERATOR 5 @extschema@.> (@extschema@.snowflake, bigint),
+    FUNCTION 1 (@extschema@.snowflake, bigint) @extschema@.snowflake_cmp(@extschema@.snowflake, bigint),
+    OPERATOR 1 @extschema@.< (@extschema@.snowflake, integer),
+    OPERATOR 2 @extschema@.<= (@extschema@.snowflake, integer),
+    OPERATOR 3 @extschema@.= (@extschema@.snowflake, integer),
+    OPERATOR 4 @extschema@.>= (@extschema@.snowflake, integer),
+    OPERATOR 5 @extschema@.> (@extschema@.snowflake, integer),
+    FUNCTION 1 (@extschema@.snowflake, integer) @extschema@.snowflake_cmp(@extschema@.snowflake, integer),
+    OPERATOR 1 @extschema@.< (@extschema@.snowflake, smallint),
+    OPERATOR 2 @extschema@.<= (@extschema@.snowflake, smallint),
+    OPERATOR 3 @extschema@.= (@extschema@.snowflake, smallint),
+    OPERATOR 4 @extschema@.>= (@extschema@.snowflake, smallint),
+    OPERATOR 5 @extschema@.> (@extschema@.snowflake, smallint),
+    FUNCTION 1 (@extschema@.snowflake, smallint) @extschema@.snowflake_cmp(@extschema@.snowflake, smallint),
+    OPERATOR 1 @extschema@.< (bigint, @extschema@.snowflake),
+    OPERATOR 2 @extschema@.<= (bigint, @extschema@.snowflake),
+    OPERATOR 3 @extschema@.= (bigint, @extschema@.snowflake),
+    OPERATOR 4 @extschema@.>= (bigint, @extschema@.snowflake),
+    OPERATOR 5 @extschema@.> (bigint, @extschema@.snowflake),
+    FUNCTION 1 (bigint, @extschema@.snowflake) @extschema@.snowflake_cmp(bigint, @extschema@.snowflake),
+    OPERATOR 1 @extschema@.< (integer, @extschema@.snowflake),
+    OPERATOR 2 @extschema@.<= (integer, @extschema@.snowflake),
+    OPERATOR 3 @extschema@.= (integer, @extschema@.snowflake),
+    OPERATOR 4 @extschema@.>= (integer, @extschema@.snowflake),
+    OPERATOR 5 @extschema@.> (integer, @extschema@.snowflake),
+    FUNCTION 1 (integer, @extschema@.snowflake) @extschema@.snowflake_cmp(integer, @extschema@.snowflake),
+    OPERATOR 1 @extschema@.< (smallint, @extschema@.snowflake),
+    OPERATOR 2 @extschema@.<= (smallint, @extschema@.snowflake),
+    OPERATOR 3 @extschema@.= (smallint, @extschema@.snowflake),
+    OPERATOR 4 @extschema@.>= (smallint, @extschema@.snowflake),
+    OPERATOR 5 @extschema@.> (smallint, @extschema@.snowflake),
+    FUNCTION 1 (smallint, @extschema@.snowflake) @extschema@.snowflake_cmp(smallint, @extschema@.snowflake);
+
+ALTER OPERATOR FAMILY pg_catalog.integer_ops USING hash ADD
+    FUNCTION 1 @extschema@.snowflake_hash(@extschema@.snowflake),
+    FUNCTION 2 @extschema@.snowflake_hash_extended(@extschema@.snowflake, bigint),
+    OPERATOR 1 @extschema@.= (@extschema@.snowflake, @extschema@.snowflake),
+    OPERATOR 1 @extschema@.= (@extschema@.snowflake, bigint),
+    OPERATOR 1 @extschema@.= (@extschema@.snowflake, integer),
+    OPERATOR 1 @extschema@.= (@extschema@.snowflake, smallint),
+    OPERATOR 1 @extschema@.= (bigint, @extschema@.snowflake),
+    OPERATOR 1 @extschema@.= (integer, @extschema@.snowflake),
+    OPERATOR 1 @extschema@.= (smallint, @extschema@.snowflake);
+
+-- Casts: integer and smallint -> snowflake become implicit (they were by assignment), so that
+-- a snowflake meets integer literals the way a bigint does: coalesce(id, 0), greatest(id, 0),
+-- CASE ... ELSE 0, VALUES (id), (0) and UNION with an integer column give a snowflake, and
+-- id IN (1, 2, 3) is one id = ANY('{1,2,3}'::snowflake[]) (an index condition) instead of an OR
+-- of three.  bigint -> snowflake becomes implicit too: then neither type converts to the other
+-- "only one way", and select_common_type() keeps the first argument's type, so
+-- coalesce(id, parent_id), greatest(id, b), CASE WHEN .. THEN id ELSE b END and
+-- SELECT id ... UNION ALL SELECT b ... stay snowflake (JSON strings) when the snowflake comes
+-- first (docs/type.md has the table).  snowflake -> numeric stays by assignment: with it implicit
+-- too, id - other_id would be ambiguous (int8 - int8 or numeric - numeric); the comparisons
+-- with numeric and double precision below cover id = 5.0 instead.
+-- A cast that is an extension member can only be dropped after leaving the extension; it is
+-- created again (a member again) at once, with the same function.
+
+ALTER EXTENSION snowflake DROP CAST (integer AS @extschema@.snowflake);
+DROP CAST (integer AS @extschema@.snowflake);
+CREATE CAST (integer AS @extschema@.snowflake) WITH FUNCTION @extschema@.snowflake(integer) AS IMPLICIT;
+ALTER EXTENSION snowflake DROP CAST (smallint AS @extschema@.snowflake);
+DROP CAST (smallint AS @extschema@.snowflake);
+CREATE CAST (smallint AS @extschema@.snowflake) WITH FUNCTION @extschema@.snowflake(smallint) AS IMPLICIT;
+ALTER EXTENSION snowflake DROP CAST (bigint AS @extschema@.snowflake);
+DROP CAST (bigint AS @extschema@.snowflake);
+CREATE CAST (bigint AS @extschema@.snowflake) WITHOUT FUNCTION AS IMPLICIT;
+
+-- min() and max() move to pg_catalog, which is searched first whatever search_path says: with
+-- the extension in a schema that is not on search_path, max(id) found only max(bigint) (through
+-- the implicit cast), returned a bigint and could not use the snowflake index.
+
+ALTER AGGREGATE @extschema@.max(@extschema@.snowflake) SET SCHEMA pg_catalog;
+ALTER AGGREGATE @extschema@.min(@extschema@.snowflake) SET SCHEMA pg_catalog;
+
+-- Comparisons with numeric and double precision, as bigint has them through its implicit casts
+-- to those types: id = 5.0, id < $1 with a numeric or float parameter.  Each is an inlined SQL
+-- function, so the planner sees exactly what it sees for a bigint: (id)::numeric = 5.0.
+
+CREATE FUNCTION snowflake_eq(@extschema@.snowflake, numeric) RETURNS boolean
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+RETURN @extschema@.snowflake_numeric($1) OPERATOR(pg_catalog.=) $2;
+CREATE FUNCTION snowflake_ne(@extschema@.snowflake, numeric) RETURNS boolean
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+RETURN @extschema@.snowflake_numeric($1) OPERATOR(pg_catalog.<>) $2;
+CREATE FUNCTION snowflake_lt(@extschema@.snowflake, numeric) RETURNS boolean
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+RETURN @extschema@.snowflake_numeric($1) OPERATOR(pg_catalog.<) $2;
+CREATE FUNCTION snowflake_le(@extschema@.snowflake, numeric) RETURNS boolean
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+RETURN @extschema@.snowflake_numeric($1) OPERATOR(pg_catalog.<=) $2;
+CREATE FUNCTION snowflake_gt(@extschema@.snowflake, numeric) RETURNS boolean
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+RETURN @extschema@.snowflake_numeric($1) OPERATOR(pg_catalog.>) $2;
+CREATE FUNCTION snowflake_ge(@extschema@.snowflake, numeric) RETURNS boolean
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+RETURN @extschema@.snowflake_numeric($1) OPERATOR(pg_catalog.>=) $2;
+CREATE FUNCTION snowflake_eq(numeric, @extschema@.snowflake) RETURNS boolean
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+RETURN $1 OPERATOR(pg_catalog.=) @extschema@.snowflake_numeric($2);
+CREATE FUNCTION snowflake_ne(numeric, @extschema@.snowflake) RETURNS boolean
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+RETURN $1 OPERATOR(pg_catalog.<>) @extschema@.snowflake_numeric($2);
+CREATE FUNCTION snowflake_lt(numeric, @extschema@.snowflake) RETURNS boolean
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+RETURN $1 OPERATOR(pg_catalog.<) @extschema@.snowflake_numeric($2);
+CREATE FUNCTION snowflake_le(numeric, @extschema@.snowflake) RETURNS boolean
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+RETURN $1 OPERATOR(pg_catalog.<=) @extschema@.snowflake_numeric($2);
+CREATE FUNCTION snowflake_gt(numeric, @extschema@.snowflake) RETURNS boolean
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+RETURN $1 OPERATOR(pg_catalog.>) @extschema@.snowflake_numeric($2);
+CREATE FUNCTION snowflake_ge(numeric, @extschema@.snowflake) RETURNS boolean
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+RETURN $1 OPERATOR(pg_catalog.>=) @extschema@.snowflake_numeric($2);
+CREATE OPERATOR = (
+    LEFTARG = @extschema@.snowflake, RIGHTARG = numeric, FUNCTION = @extschema@.snowflake_eq,
+    COMMUTATOR = OPERATOR(@extschema@.=), NEGATOR = OPERATOR(@extschema@.<>),
+    RESTRICT = pg_catalog.eqsel, JOIN = pg_catalog.eqjoinsel);
+CREATE OPERATOR <> (
+    LEFTARG = @extschema@.snowflake, RIGHTARG = numeric, FUNCTION = @extschema@.snowflake_ne,
+    COMMUTATOR = OPERATOR(@extschema@.<>), NEGATOR = OPERATOR(@extschema@.=),
+    RESTRICT = pg_catalog.neqsel, JOIN = pg_catalog.neqjoinsel);
+CREATE OPERATOR < (
+    LEFTARG = @extschema@.snowflake, RIGHTARG = numeric, FUNCTION = @extschema@.snowflake_lt,
+    COMMUTATOR = OPERATOR(@extschema@.>), NEGATOR = OPERATOR(@extschema@.>=),
+    RESTRICT = pg_catalog.scalarltsel, JOIN = pg_catalog.scalarltjoinsel);
+CREATE OPERATOR <= (
+    LEFTARG = @extschema@.snowflake, RIGHTARG = numeric, FUNCTION = @extschema@.snowflake_le,
+    COMMUTATOR = OPERATOR(@extschema@.>=), NEGATOR = OPERATOR(@extschema@.>),
+    RESTRICT = pg_catalog.scalarlesel, JOIN = pg_catalog.scalarlejoinsel);
+CREATE OPERATOR > (
+    LEFTARG = @extschema@.snowflake, RIGHTARG = numeric, FUNCTION = @extschema@.snowflake_gt,
+    COMMUTATOR = OPERATOR(@extschema@.<), NEGATOR = OPERATOR(@extschema@.<=),
+    RESTRICT = pg_catalog.scalargtsel, JOIN = pg_catalog.scalargtjoinsel);
+CREATE OPERATOR >= (
+    LEFTARG = @extschema@.snowflake, RIGHTARG = numeric, FUNCTION = @extschema@.snowflake_ge,
+    COMMUTATOR = OPERATOR(@extschema@.<=), NEGATOR = OPERATOR(@extschema@.<),
+    RESTRICT = pg_catalog.scalargesel, JOIN = pg_catalog.scalargejoinsel);
+CREATE OPERATOR = (
+    LEFTARG = numeric, RIGHTARG = @extschema@.snowflake, FUNCTION = @extschema@.snowflake_eq,
+    COMMUTATOR = OPERATOR(@extschema@.=), NEGATOR = OPERATOR(@extschema@.<>),
+    RESTRICT = pg_catalog.eqsel, JOIN = pg_catalog.eqjoinsel);
+CREATE OPERATOR <> (
+    LEFTARG = numeric, RIGHTARG = @extschema@.snowflake, FUNCTION = @extschema@.snowflake_ne,
+    COMMUTATOR = OPERATOR(@extschema@.<>), NEGATOR = OPERATOR(@extschema@.=),
+    RESTRICT = pg_catalog.neqsel, JOIN = pg_catalog.neqjoinsel);
+CREATE OPERATOR < (
+    LEFTARG = numeric, RIGHTARG = @extschema@.snowflake, FUNCTION = @extschema@.snowflake_lt,
+    COMMUTATOR = OPERATOR(@extschema@.>), NEGATOR = OPERATOR(@extschema@.>=),
+    RESTRICT = pg_catalog.scalarltsel, JOIN = pg_catalog.scalarltjoinsel);
+CREATE OPERATOR <= (
+    LEFTARG = numeric, RIGHTARG = @extschema@.snowflake, FUNCTION = @extschema@.snowflake_le,
+    COMMUTATOR = OPERATOR(@extschema@.>=), NEGATOR = OPERATOR(@extschema@.>),
+    RESTRICT = pg_catalog.scalarlesel, JOIN = pg_catalog.scalarlejoinsel);
+CREATE OPERATOR > (
+    LEFTARG = numeric, RIGHTARG = @extschema@.snowflake, FUNCTION = @extschema@.snowflake_gt,
+    COMMUTATOR = OPERATOR(@extschema@.<), NEGATOR = OPERATOR(@extschema@.<=),
+    RESTRICT = pg_catalog.scalargtsel, JOIN = pg_catalog.scalargtjoinsel);
+CREATE OPERATOR >= (
+    LEFTARG = numeric, RIGHTARG = @extschema@.snowflake, FUNCTION = @extschema@.snowflake_ge,
+    COMMUTATOR = OPERATOR(@extschema@.<=), NEGATOR = OPERATOR(@extschema@.<),
+    RESTRICT = pg_catalog.scalargesel, JOIN = pg_catalog.scalargejoinsel);
+CREATE FUNCTION snowflake_eq(@extschema@.snowflake, double precision) RETURNS boolean
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+RETURN pg_catalog.float8($1::pg_catalog.int8) OPERATOR(pg_catalog.=) $2;
+CREATE FUNCTION snowflake_ne(@extschema@.snowflake, double precision) RETURNS boolean
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+RETURN pg_catalog.float8($1::pg_catalog.int8) OPERATOR(pg_catalog.<>) $2;
+CREATE FUNCTION snowflake_lt(@extschema@.snowflake, double precision) RETURNS boolean
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+RETURN pg_catalog.float8($1::pg_catalog.int8) OPERATOR(pg_catalog.<) $2;
+CREATE FUNCTION snowflake_le(@extschema@.snowflake, double precision) RETURNS boolean
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+RETURN pg_catalog.float8($1::pg_catalog.int8) OPERATOR(pg_catalog.<=) $2;
+CREATE FUNCTION snowflake_gt(@extschema@.snowflake, double precision) RETURNS boolean
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+RETURN pg_catalog.float8($1::pg_catalog.int8) OPERATOR(pg_catalog.>) $2;
+CREATE FUNCTION snowflake_ge(@extschema@.snowflake, double precision) RETURNS boolean
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+RETURN pg_catalog.float8($1::pg_catalog.int8) OPERATOR(pg_catalog.>=) $2;
+CREATE FUNCTION snowflake_eq(double precision, @extschema@.snowflake) RETURNS boolean
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+RETURN $1 OPERATOR(pg_catalog.=) pg_catalog.float8($2::pg_catalog.int8);
+CREATE FUNCTION snowflake_ne(double precision, @extschema@.snowflake) RETURNS boolean
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+RETURN $1 OPERATOR(pg_catalog.<>) pg_catalog.float8($2::pg_catalog.int8);
+CREATE FUNCTION snowflake_lt(double precision, @extschema@.snowflake) RETURNS boolean
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+RETURN $1 OPERATOR(pg_catalog.<) pg_catalog.float8($2::pg_catalog.int8);
+CREATE FUNCTION snowflake_le(double precision, @extschema@.snowflake) RETURNS boolean
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+RETURN $1 OPERATOR(pg_catalog.<=) pg_catalog.float8($2::pg_catalog.int8);
+CREATE FUNCTION snowflake_gt(double precision, @extschema@.snowflake) RETURNS boolean
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+RETURN $1 OPERATOR(pg_catalog.>) pg_catalog.float8($2::pg_catalog.int8);
+CREATE FUNCTION snowflake_ge(double precision, @extschema@.snowflake) RETURNS boolean
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+RETURN $1 OPERATOR(pg_catalog.>=) pg_catalog.float8($2::pg_catalog.int8);
+CREATE OPERATOR = (
+    LEFTARG = @extschema@.snowflake, RIGHTARG = double precision, FUNCTION = @extschema@.snowflake_eq,
+    COMMUTATOR = OPERATOR(@extschema@.=), NEGATOR = OPERATOR(@extschema@.<>),
+    RESTRICT = pg_catalog.eqsel, JOIN = pg_catalog.eqjoinsel);
+CREATE OPERATOR <> (
+    LEFTARG = @extschema@.snowflake, RIGHTARG = double precision, FUNCTION = @extschema@.snowflake_ne,
+    COMMUTATOR = OPERATOR(@extschema@.<>), NEGATOR = OPERATOR(@extschema@.=),
+    RESTRICT = pg_catalog.neqsel, JOIN = pg_catalog.neqjoinsel);
+CREATE OPERATOR < (
+    LEFTARG = @extschema@.snowflake, RIGHTARG = double precision, FUNCTION = @extschema@.snowflake_lt,
+    COMMUTATOR = OPERATOR(@extschema@.>), NEGATOR = OPERATOR(@extschema@.>=),
+    RESTRICT = pg_catalog.scalarltsel, JOIN = pg_catalog.scalarltjoinsel);
+CREATE OPERATOR <= (
+    LEFTARG = @extschema@.snowflake, RIGHTARG = double precision, FUNCTION = @extschema@.snowflake_le,
+    COMMUTATOR = OPERATOR(@extschema@.>=), NEGATOR = OPERATOR(@extschema@.>),
+    RESTRICT = pg_catalog.scalarlesel, JOIN = pg_catalog.scalarlejoinsel);
+CREATE OPERATOR > (
+    LEFTARG = @extschema@.snowflake, RIGHTARG = double precision, FUNCTION = @extschema@.snowflake_gt,
+    COMMUTATOR = OPERATOR(@extschema@.<), NEGATOR = OPERATOR(@extschema@.<=),
+    RESTRICT = pg_catalog.scalargtsel, JOIN = pg_catalog.scalargtjoinsel);
+CREATE OPERATOR >= (
+    LEFTARG = @extschema@.snowflake, RIGHTARG = double precision, FUNCTION = @extschema@.snowflake_ge,
+    COMMUTATOR = OPERATOR(@extschema@.<=), NEGATOR = OPERATOR(@extschema@.<),
+    RESTRICT = pg_catalog.scalargesel, JOIN = pg_catalog.scalargejoinsel);
+CREATE OPERATOR = (
+    LEFTARG = double precision, RIGHTARG = @extschema@.snowflake, FUNCTION = @extschema@.snowflake_eq,
+    COMMUTATOR = OPERATOR(@extschema@.=), NEGATOR = OPERATOR(@extschema@.<>),
+    RESTRICT = pg_catalog.eqsel, JOIN = pg_catalog.eqjoinsel);
+CREATE OPERATOR <> (
+    LEFTARG = double precision, RIGHTARG = @extschema@.snowflake, FUNCTION = @extschema@.snowflake_ne,
+    COMMUTATOR = OPERATOR(@extschema@.<>), NEGATOR = OPERATOR(@extschema@.=),
+    RESTRICT = pg_catalog.neqsel, JOIN = pg_catalog.neqjoinsel);
+CREATE OPERATOR < (
+    LEFTARG = double precision, RIGHTARG = @extschema@.snowflake, FUNCTION = @extschema@.snowflake_lt,
+    COMMUTATOR = OPERATOR(@extschema@.>), NEGATOR = OPERATOR(@extschema@.>=),
+    RESTRICT = pg_catalog.scalarltsel, JOIN = pg_catalog.scalarltjoinsel);
+CREATE OPERATOR <= (
+    LEFTARG = double precision, RIGHTARG = @extschema@.snowflake, FUNCTION = @extschema@.snowflake_le,
+    COMMUTATOR = OPERATOR(@extschema@.>=), NEGATOR = OPERATOR(@extschema@.>),
+    RESTRICT = pg_catalog.scalarlesel, JOIN = pg_catalog.scalarlejoinsel);
+CREATE OPERATOR > (
+    LEFTARG = double precision, RIGHTARG = @extschema@.snowflake, FUNCTION = @extschema@.snowflake_gt,
+    COMMUTATOR = OPERATOR(@extschema@.<), NEGATOR = OPERATOR(@extschema@.<=),
+    RESTRICT = pg_catalog.scalargtsel, JOIN = pg_catalog.scalargtjoinsel);
+CREATE OPERATOR >= (
+    LEFTARG = double precision, RIGHTARG = @extschema@.snowflake, FUNCTION = @extschema@.snowflake_ge,
+    COMMUTATOR = OPERATOR(@extschema@.<=), NEGATOR = OPERATOR(@extschema@.<),
+    RESTRICT = pg_catalog.scalargesel, JOIN = pg_catalog.scalargejoinsel);
 -- (type section: end)

@@ -12,11 +12,30 @@
  * hash table.
  *
  * Must never do anything of its own: no checks, no other behaviour than int8's.
+ *
+ * One addition for the planner (sf_type_init): range estimates.  The planner
+ * interpolates inside a histogram bucket only for values of built-in types
+ * (convert_to_scalar() in selfuncs.c knows int8, not snowflake), so a range
+ * over a snowflake column was estimated in whole buckets: one hour of a large
+ * table came out as one row.  A snowflake is an int8 in every bit, so when the
+ * planner looks up a snowflake column's statistics, get_relation_stats_hook
+ * tells it that the column's values are int8: the histogram, most common
+ * values and the operators stay the column's own, only the interpolation
+ * learns how to read the values.  The operators keep scalarltsel and friends
+ * as estimators, which clauselist_selectivity() needs to pair a < and a > on
+ * one column into one range.
  */
 #include "postgres.h"
 
+#include "catalog/pg_type.h"
 #include "fmgr.h"
 #include "utils/fmgrprotos.h"
+#include "utils/inval.h"
+#include "utils/lsyscache.h"
+#include "utils/selfuncs.h"
+#include "utils/syscache.h"
+
+#include "snowflake.h"
 
 #define SNOWFLAKE_AS_INT8(f) \
 	PG_FUNCTION_INFO_V1(snowflake_##f); \
@@ -84,3 +103,74 @@ SNOWFLAKE_AS_INT8(hashint8extended)
 /* min() and max(). */
 SNOWFLAKE_AS_INT8(int8larger)
 SNOWFLAKE_AS_INT8(int8smaller)
+
+/*
+ * Is typid the snowflake type (of any database, in any schema)?  It is if its
+ * input function is snowflake_int8in of this library.  The last answer is
+ * kept; a change to any type forgets it.
+ */
+static Oid	sf_type_checked = InvalidOid;
+static bool sf_type_is_snowflake = false;
+
+static void
+sf_type_forget(Datum arg, int cacheid, uint32 hashvalue)
+{
+	sf_type_checked = InvalidOid;
+}
+
+static bool
+sf_type_is(Oid typid)
+{
+	HeapTuple	tup;
+
+	if (typid < FirstNormalObjectId)
+		return false;
+	if (typid == sf_type_checked)
+		return sf_type_is_snowflake;
+
+	sf_type_is_snowflake = false;
+	tup = SearchSysCache1(TYPEOID, ObjectIdGetDatum(typid));
+	if (HeapTupleIsValid(tup))
+	{
+		Form_pg_type typ = (Form_pg_type) GETSTRUCT(tup);
+
+		if (typ->typisdefined && typ->typlen == 8 && typ->typbyval &&
+			OidIsValid(typ->typinput))
+		{
+			FmgrInfo	finfo;
+
+			fmgr_info(typ->typinput, &finfo);
+			sf_type_is_snowflake = (finfo.fn_addr == snowflake_int8in);
+		}
+		ReleaseSysCache(tup);
+	}
+	sf_type_checked = typid;
+	return sf_type_is_snowflake;
+}
+
+static get_relation_stats_hook_type prev_get_relation_stats_hook = NULL;
+
+/*
+ * The statistics of a snowflake column are read as int8's: only vartype
+ * changes, which selfuncs.c uses to convert histogram bounds and constants to
+ * numbers (convert_to_scalar).  The statistics tuple itself is found as
+ * usual (or by the next hook).
+ */
+static bool
+sf_type_relation_stats(PlannerInfo *root, RangeTblEntry *rte,
+					   AttrNumber attnum, VariableStatData *vardata)
+{
+	if (sf_type_is(vardata->vartype))
+		vardata->vartype = INT8OID;
+	if (prev_get_relation_stats_hook)
+		return prev_get_relation_stats_hook(root, rte, attnum, vardata);
+	return false;
+}
+
+void
+sf_type_init(void)
+{
+	prev_get_relation_stats_hook = get_relation_stats_hook;
+	get_relation_stats_hook = sf_type_relation_stats;
+	CacheRegisterSyscacheCallback(TYPEOID, sf_type_forget, (Datum) 0);
+}
