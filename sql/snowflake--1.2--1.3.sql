@@ -157,4 +157,30 @@ CREATE CAST (bigint AS @extschema@.snowflake) WITHOUT FUNCTION AS IMPLICIT;
 ALTER AGGREGATE @extschema@.max(@extschema@.snowflake) SET SCHEMA pg_catalog;
 ALTER AGGREGATE @extschema@.min(@extschema@.snowflake) SET SCHEMA pg_catalog;
 
+-- jsonb -> snowflake, explicit only: (doc -> 'id')::snowflake reads a JSON string of digits (the
+-- type's own JSON form) or a JSON number (older payloads), as jsonb -> bigint reads a number.
+-- Anything else is refused with the kind of JSON value named.
+
+CREATE FUNCTION snowflake(doc jsonb) RETURNS @extschema@.snowflake
+LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE SET search_path = pg_catalog
+AS $$
+BEGIN
+    CASE jsonb_typeof(doc)
+    WHEN 'string' THEN
+        RETURN (doc #>> '{}'::text[])::@extschema@.snowflake;
+    WHEN 'number' THEN
+        RETURN (doc::numeric)::@extschema@.snowflake;
+    ELSE
+        RAISE EXCEPTION 'cannot cast jsonb % to type snowflake', jsonb_typeof(doc)
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = 'A snowflake is read from a JSON string of decimal digits or from a JSON number.',
+                  HINT = 'Cast the value of the key, (doc -> ''id'')::snowflake, not the object or array around it.';
+    END CASE;
+END
+$$;
+
+COMMENT ON FUNCTION snowflake(jsonb) IS 'the cast from jsonb (a string of digits or a number) to snowflake';
+
+CREATE CAST (jsonb AS @extschema@.snowflake) WITH FUNCTION @extschema@.snowflake(jsonb);
+
 -- (type section: end)
