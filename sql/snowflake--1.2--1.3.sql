@@ -67,61 +67,80 @@ CREATE OPERATOR |>| (
     COMMUTATOR = OPERATOR(@extschema@.|<|), NEGATOR = OPERATOR(@extschema@.|<=|),
     RESTRICT = pg_catalog.scalargtsel, JOIN = pg_catalog.scalargtjoinsel);
 
-ALTER OPERATOR FAMILY pg_catalog.integer_ops USING btree ADD
-    OPERATOR 1 @extschema@.|<| (@extschema@.snowflake, @extschema@.snowflake),
-    OPERATOR 2 @extschema@.|<=| (@extschema@.snowflake, @extschema@.snowflake),
-    OPERATOR 3 @extschema@.= (@extschema@.snowflake, @extschema@.snowflake),
-    OPERATOR 4 @extschema@.|>=| (@extschema@.snowflake, @extschema@.snowflake),
-    OPERATOR 5 @extschema@.|>| (@extschema@.snowflake, @extschema@.snowflake),
-    FUNCTION 1 (@extschema@.snowflake, @extschema@.snowflake) @extschema@.snowflake_cmp(@extschema@.snowflake, @extschema@.snowflake),
-    FUNCTION 2 (@extschema@.snowflake, @extschema@.snowflake) @extschema@.snowflake_sortsupport(internal),
-    OPERATOR 1 @extschema@.< (@extschema@.snowflake, bigint),
-    OPERATOR 2 @extschema@.<= (@extschema@.snowflake, bigint),
-    OPERATOR 3 @extschema@.= (@extschema@.snowflake, bigint),
-    OPERATOR 4 @extschema@.>= (@extschema@.snowflake, bigint),
-    OPERATOR 5 @extschema@.> (@extschema@.snowflake, bigint),
-    FUNCTION 1 (@extschema@.snowflake, bigint) @extschema@.snowflake_cmp(@extschema@.snowflake, bigint),
-    OPERATOR 1 @extschema@.< (@extschema@.snowflake, integer),
-    OPERATOR 2 @extschema@.<= (@extschema@.snowflake, integer),
-    OPERATOR 3 @extschema@.= (@extschema@.snowflake, integer),
-    OPERATOR 4 @extschema@.>= (@extschema@.snowflake, integer),
-    OPERATOR 5 @extschema@.> (@extschema@.snowflake, integer),
-    FUNCTION 1 (@extschema@.snowflake, integer) @extschema@.snowflake_cmp(@extschema@.snowflake, integer),
-    OPERATOR 1 @extschema@.< (@extschema@.snowflake, smallint),
-    OPERATOR 2 @extschema@.<= (@extschema@.snowflake, smallint),
-    OPERATOR 3 @extschema@.= (@extschema@.snowflake, smallint),
-    OPERATOR 4 @extschema@.>= (@extschema@.snowflake, smallint),
-    OPERATOR 5 @extschema@.> (@extschema@.snowflake, smallint),
-    FUNCTION 1 (@extschema@.snowflake, smallint) @extschema@.snowflake_cmp(@extschema@.snowflake, smallint),
-    OPERATOR 1 @extschema@.< (bigint, @extschema@.snowflake),
-    OPERATOR 2 @extschema@.<= (bigint, @extschema@.snowflake),
-    OPERATOR 3 @extschema@.= (bigint, @extschema@.snowflake),
-    OPERATOR 4 @extschema@.>= (bigint, @extschema@.snowflake),
-    OPERATOR 5 @extschema@.> (bigint, @extschema@.snowflake),
-    FUNCTION 1 (bigint, @extschema@.snowflake) @extschema@.snowflake_cmp(bigint, @extschema@.snowflake),
-    OPERATOR 1 @extschema@.< (integer, @extschema@.snowflake),
-    OPERATOR 2 @extschema@.<= (integer, @extschema@.snowflake),
-    OPERATOR 3 @extschema@.= (integer, @extschema@.snowflake),
-    OPERATOR 4 @extschema@.>= (integer, @extschema@.snowflake),
-    OPERATOR 5 @extschema@.> (integer, @extschema@.snowflake),
-    FUNCTION 1 (integer, @extschema@.snowflake) @extschema@.snowflake_cmp(integer, @extschema@.snowflake),
-    OPERATOR 1 @extschema@.< (smallint, @extschema@.snowflake),
-    OPERATOR 2 @extschema@.<= (smallint, @extschema@.snowflake),
-    OPERATOR 3 @extschema@.= (smallint, @extschema@.snowflake),
-    OPERATOR 4 @extschema@.>= (smallint, @extschema@.snowflake),
-    OPERATOR 5 @extschema@.> (smallint, @extschema@.snowflake),
-    FUNCTION 1 (smallint, @extschema@.snowflake) @extschema@.snowflake_cmp(smallint, @extschema@.snowflake);
+-- The members are added by a function, which the script calls: pg_upgrade does not carry them
+-- (its dump has the extension's own objects, and pg_catalog's families are not dumped), so after
+-- pg_upgrade each database runs SELECT snowflake_repair_integer_ops() (docs/type.md).  It adds
+-- only what is missing and says how many it added; it needs a superuser (ALTER OPERATOR FAMILY
+-- of pg_catalog), runs with search_path pinned and names every object by its schema.
 
-ALTER OPERATOR FAMILY pg_catalog.integer_ops USING hash ADD
-    FUNCTION 1 @extschema@.snowflake_hash(@extschema@.snowflake),
-    FUNCTION 2 @extschema@.snowflake_hash_extended(@extschema@.snowflake, bigint),
-    OPERATOR 1 @extschema@.= (@extschema@.snowflake, @extschema@.snowflake),
-    OPERATOR 1 @extschema@.= (@extschema@.snowflake, bigint),
-    OPERATOR 1 @extschema@.= (@extschema@.snowflake, integer),
-    OPERATOR 1 @extschema@.= (@extschema@.snowflake, smallint),
-    OPERATOR 1 @extschema@.= (bigint, @extschema@.snowflake),
-    OPERATOR 1 @extschema@.= (integer, @extschema@.snowflake),
-    OPERATOR 1 @extschema@.= (smallint, @extschema@.snowflake);
+CREATE FUNCTION snowflake_repair_integer_ops() RETURNS integer
+LANGUAGE plpgsql SET search_path = pg_catalog
+AS $$
+DECLARE
+    sf      regtype := '@extschema@.snowflake'::regtype;
+    nsp     text := quote_ident((SELECT n.nspname FROM pg_namespace n JOIN pg_type t ON t.typnamespace = n.oid
+                                 WHERE t.oid = '@extschema@.snowflake'::regtype));
+    btree   oid := (SELECT f.oid FROM pg_opfamily f JOIN pg_am am ON am.oid = f.opfmethod
+                    WHERE am.amname = 'btree' AND f.opfname = 'integer_ops' AND f.opfnamespace = 'pg_catalog'::regnamespace);
+    hash    oid := (SELECT f.oid FROM pg_opfamily f JOIN pg_am am ON am.oid = f.opfmethod
+                    WHERE am.amname = 'hash' AND f.opfname = 'integer_ops' AND f.opfnamespace = 'pg_catalog'::regnamespace);
+    pair    regtype[];
+    st      int;
+    added   int := 0;
+BEGIN
+    FOREACH pair SLICE 1 IN ARRAY ARRAY[[sf, sf], [sf, 'bigint'], [sf, 'integer'], [sf, 'smallint'],
+                                        ['bigint', sf], ['integer', sf], ['smallint', sf]]::regtype[]
+    LOOP
+        IF NOT EXISTS (SELECT FROM pg_amproc WHERE amprocfamily = btree AND amproclefttype = pair[1]
+                       AND amprocrighttype = pair[2] AND amprocnum = 1) THEN
+            EXECUTE format('ALTER OPERATOR FAMILY pg_catalog.integer_ops USING btree ADD FUNCTION 1 (%s, %s) %s.snowflake_cmp(%s, %s)',
+                           pair[1], pair[2], nsp, pair[1], pair[2]);
+            added := added + 1;
+        END IF;
+        FOR st IN 1 .. 5 LOOP
+            IF NOT EXISTS (SELECT FROM pg_amop WHERE amopfamily = btree AND amoplefttype = pair[1]
+                           AND amoprighttype = pair[2] AND amopstrategy = st) THEN
+                -- snowflake against itself: the helper operators, but the shared =
+                EXECUTE format('ALTER OPERATOR FAMILY pg_catalog.integer_ops USING btree ADD OPERATOR %s %s.%s (%s, %s)',
+                               st, nsp,
+                               CASE WHEN pair[1] = pair[2] AND st <> 3
+                                    THEN (ARRAY['|<|', '|<=|', '', '|>=|', '|>|'])[st]
+                                    ELSE (ARRAY['<', '<=', '=', '>=', '>'])[st] END,
+                               pair[1], pair[2]);
+                added := added + 1;
+            END IF;
+        END LOOP;
+        IF NOT EXISTS (SELECT FROM pg_amop WHERE amopfamily = hash AND amoplefttype = pair[1]
+                       AND amoprighttype = pair[2] AND amopstrategy = 1) THEN
+            EXECUTE format('ALTER OPERATOR FAMILY pg_catalog.integer_ops USING hash ADD OPERATOR 1 %s.= (%s, %s)',
+                           nsp, pair[1], pair[2]);
+            added := added + 1;
+        END IF;
+    END LOOP;
+    IF NOT EXISTS (SELECT FROM pg_amproc WHERE amprocfamily = btree AND amproclefttype = sf
+                   AND amprocrighttype = sf AND amprocnum = 2) THEN
+        EXECUTE format('ALTER OPERATOR FAMILY pg_catalog.integer_ops USING btree ADD FUNCTION 2 (%s, %s) %s.snowflake_sortsupport(internal)',
+                       sf, sf, nsp);
+        added := added + 1;
+    END IF;
+    IF NOT EXISTS (SELECT FROM pg_amproc WHERE amprocfamily = hash AND amproclefttype = sf AND amprocnum = 1) THEN
+        EXECUTE format('ALTER OPERATOR FAMILY pg_catalog.integer_ops USING hash ADD FUNCTION 1 %s.snowflake_hash(%s)', nsp, sf);
+        added := added + 1;
+    END IF;
+    IF NOT EXISTS (SELECT FROM pg_amproc WHERE amprocfamily = hash AND amproclefttype = sf AND amprocnum = 2) THEN
+        EXECUTE format('ALTER OPERATOR FAMILY pg_catalog.integer_ops USING hash ADD FUNCTION 2 %s.snowflake_hash_extended(%s, bigint)',
+                       nsp, sf);
+        added := added + 1;
+    END IF;
+    RETURN added;
+END
+$$;
+
+COMMENT ON FUNCTION snowflake_repair_integer_ops() IS
+'adds the snowflake members of pg_catalog.integer_ops that are missing (after pg_upgrade); returns how many';
+REVOKE ALL ON FUNCTION snowflake_repair_integer_ops() FROM PUBLIC;
+
+SELECT @extschema@.snowflake_repair_integer_ops();
 
 -- Casts: integer and smallint -> snowflake become implicit (they were by assignment), so that
 -- a snowflake meets integer literals the way a bigint does: coalesce(id, 0), greatest(id, 0),

@@ -13,7 +13,8 @@
  *
  * Must never do anything of its own: no checks, no other behaviour than int8's.
  *
- * One addition for the planner (sf_type_init): range estimates.  The planner
+ * Two additions (sf_type_init): a hint for an update stopped by an object
+ * named snowflake (sf_type_emit_log, below), and range estimates.  The planner
  * interpolates inside a histogram bucket only for values of built-in types
  * (convert_to_scalar() in selfuncs.c knows int8, not snowflake), so a range
  * over a snowflake column was estimated in whole buckets: one hour of a large
@@ -29,9 +30,11 @@
 
 #include "catalog/pg_type.h"
 #include "fmgr.h"
+#include "tcop/tcopprot.h"
 #include "utils/fmgrprotos.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
+#include "utils/memutils.h"
 #include "utils/selfuncs.h"
 #include "utils/syscache.h"
 
@@ -167,10 +170,57 @@ sf_type_relation_stats(PlannerInfo *root, RangeTblEntry *rte,
 	return false;
 }
 
+static emit_log_hook_type prev_emit_log_hook = NULL;
+
+/*
+ * The update to 1.2 (and a fresh install) creates the type snowflake and the
+ * functions snowflake(integer) ... in the extension's schema.  An object of
+ * the user's of that name there (a table named snowflake has a row type named
+ * snowflake) stops it with PostgreSQL's bare "type "snowflake" already
+ * exists".  The release scripts cannot change, so the hint is added here, to
+ * that error of a CREATE or ALTER EXTENSION snowflake command only.
+ */
+/* Does s contain word, in any case? */
+static bool
+sf_type_mentions(const char *s, const char *word)
+{
+	size_t		n = strlen(word);
+
+	for (; *s != '\0'; s++)
+		if (pg_strncasecmp(s, word, n) == 0)
+			return true;
+	return false;
+}
+
+static void
+sf_type_emit_log(ErrorData *edata)
+{
+	if (edata->elevel == ERROR && edata->sqlerrcode == ERRCODE_DUPLICATE_OBJECT &&
+		edata->hint == NULL && edata->message != NULL &&
+		strstr(edata->message, "\"snowflake\"") != NULL &&
+		debug_query_string != NULL &&
+		sf_type_mentions(debug_query_string, "extension") &&
+		sf_type_mentions(debug_query_string, "snowflake"))
+	{
+		MemoryContext old = MemoryContextSwitchTo(ErrorContext);
+
+		edata->hint = pstrdup("Version 1.2 of the extension creates the type snowflake, and functions named "
+							  "snowflake, in the extension's schema, where an object of that name already is "
+							  "(a table named snowflake has a row type of that name). Move that object to "
+							  "another schema or rename it (ALTER TABLE snowflake SET SCHEMA app), then run "
+							  "the command again.");
+		MemoryContextSwitchTo(old);
+	}
+	if (prev_emit_log_hook)
+		prev_emit_log_hook(edata);
+}
+
 void
 sf_type_init(void)
 {
 	prev_get_relation_stats_hook = get_relation_stats_hook;
 	get_relation_stats_hook = sf_type_relation_stats;
+	prev_emit_log_hook = emit_log_hook;
+	emit_log_hook = sf_type_emit_log;
 	CacheRegisterSyscacheCallback(TYPEOID, sf_type_forget, (Datum) 0);
 }

@@ -45,7 +45,7 @@ SELECT 'aggregate', p.oid::regprocedure::text || ' in ' || p.pronamespace::regna
 FROM pg_catalog.pg_aggregate a JOIN pg_catalog.pg_proc p ON p.oid = a.aggfnoid
 WHERE p.proargtypes[0] = pg_catalog.to_regtype('snowflake');
 
-SELECT plan(22);
+SELECT plan(26);
 
 CREATE EXTENSION snowflake SCHEMA snowflake_pgtap_ext;
 CREATE TEMP TABLE fresh AS SELECT * FROM state;
@@ -102,6 +102,20 @@ SELECT throws_ok($$SELECT '{"id": 1}'::jsonb::snowflake_pgtap_ext.snowflake$$, '
                  'cannot cast jsonb object to type snowflake', 'jsonb object refused (22023)');
 SELECT throws_ok($$SELECT '"12x"'::jsonb::snowflake_pgtap_ext.snowflake$$, '22P02', NULL,
                  'jsonb string that is not a number refused (22P02)');
+
+-- pg_upgrade does not carry the integer_ops members: the repair function adds back what is missing
+ALTER OPERATOR FAMILY pg_catalog.integer_ops USING btree
+    DROP OPERATOR 3 (snowflake_pgtap_ext.snowflake, bigint), OPERATOR 1 (snowflake_pgtap_ext.snowflake, snowflake_pgtap_ext.snowflake),
+         FUNCTION 1 (bigint, snowflake_pgtap_ext.snowflake), FUNCTION 2 (snowflake_pgtap_ext.snowflake, snowflake_pgtap_ext.snowflake);
+ALTER OPERATOR FAMILY pg_catalog.integer_ops USING hash
+    DROP OPERATOR 1 (snowflake_pgtap_ext.snowflake, integer), FUNCTION 1 (snowflake_pgtap_ext.snowflake);
+SELECT is(snowflake_repair_integer_ops(), 6, 'snowflake_repair_integer_ops() adds the 6 missing members');
+SELECT set_eq($$SELECT * FROM state$$, $$SELECT * FROM fresh$$, 'and integer_ops is as a fresh install leaves it');
+SELECT is(snowflake_repair_integer_ops(), 0, 'a second call adds nothing');
+CREATE ROLE sf_pgtap_nobody;
+SELECT ok(NOT has_function_privilege('sf_pgtap_nobody', 'snowflake_repair_integer_ops()', 'EXECUTE'),
+          'the repair function is not executable by PUBLIC');
+DROP ROLE sf_pgtap_nobody;
 
 DROP EXTENSION snowflake;
 SELECT set_eq($$SELECT * FROM int_ops$$, $$SELECT * FROM builtin$$,

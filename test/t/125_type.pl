@@ -92,6 +92,25 @@ $dst->psql('app', q{INSERT INTO likes VALUES (5, 1724551110457221119)}, stderr =
 like($err, qr/violates foreign key constraint "likes_post_id_fkey"/,
 	'restored: the bigint-to-snowflake foreign key is enforced');
 
+# The restored database has the type in pg_catalog's integer_ops again (CREATE EXTENSION adds it;
+# pg_dump does not dump pg_catalog's families): the bigint reference's index serves a lookup by a
+# snowflake, and deleting posts checks likes through that index, never by a sequential scan.
+like(
+	$dst->safe_psql('app', q{SET enable_seqscan = off; SET enable_bitmapscan = off;
+EXPLAIN (COSTS OFF) SELECT * FROM likes WHERE post_id = '1724551110457221119'::snowflake}),
+	qr/Index (Only )?Scan using likes_pkey on likes\s+Index Cond: \(post_id = /,
+	'restored: likes_pkey (bigint, integer_ops) serves post_id = <snowflake>');
+is( $dst->safe_psql(
+		'app', q{
+CREATE TEMP TABLE unliked AS SELECT id FROM posts p WHERE NOT EXISTS (SELECT FROM likes l WHERE l.post_id = p.id) LIMIT 20;
+BEGIN;
+SELECT pg_stat_get_xact_numscans('likes'::regclass) AS before \gset
+DELETE FROM posts WHERE id IN (SELECT id FROM unliked);
+SELECT (SELECT count(*) FROM unliked) > 0, pg_stat_get_xact_numscans('likes'::regclass) - :before;
+ROLLBACK;}),
+	't|0',
+	'restored: deleting unliked posts checks likes without a sequential scan');
+
 # --- logical replication, text and binary
 
 $src->safe_psql('app', 'CREATE PUBLICATION type_pub FOR TABLE users, posts, likes');
