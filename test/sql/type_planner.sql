@@ -182,5 +182,36 @@ SELECT 5::bigint = 5.0 AS bigint_numeric, 5 < 5.5 AS integer_numeric, 5::bigint 
        pg_typeof(1050118621198921728::bigint - 1) AS bigint_minus, 2::smallint * 3 AS smallint_times;
 SELECT pg_typeof(id - id) AS difference, pg_typeof(id + 1) AS plus_one FROM node;
 
+-- 5. every comparison, run without an index (a sequential scan calls the operator's own
+-- function), agrees with bigint's on values around the constant: 6 operators x 4 types x 2 orders
+CREATE TABLE cmp (id snowflake, b bigint);
+INSERT INTO cmp SELECT g, g FROM generate_series(-3, 13) g;
+INSERT INTO cmp VALUES (9223372036854775807, 9223372036854775807), (-9223372036854775808, -9223372036854775808);
+CREATE FUNCTION cmp_disagree(OUT expr text, OUT snowflake_count bigint, OUT bigint_count bigint)
+RETURNS SETOF record LANGUAGE plpgsql AS $$
+DECLARE op text; typ text; l text; r text; n1 bigint; n2 bigint;
+BEGIN
+    FOREACH op IN ARRAY ARRAY['=', '<>', '<', '<=', '>', '>='] LOOP
+        FOREACH typ IN ARRAY ARRAY['smallint', 'integer', 'bigint', 'snowflake'] LOOP
+            FOR i IN 1 .. 2 LOOP
+                l := CASE i WHEN 1 THEN 'id' ELSE format('5::%s', typ) END;
+                r := CASE i WHEN 1 THEN format('5::%s', typ) ELSE 'id' END;
+                EXECUTE format('SELECT count(*) FROM cmp WHERE %s %s %s', l, op, r) INTO n1;
+                EXECUTE format('SELECT count(*) FROM cmp WHERE %s %s %s', replace(replace(l, 'id', 'b'), 'snowflake', 'bigint'), op,
+                               replace(replace(r, 'id', 'b'), 'snowflake', 'bigint')) INTO n2;
+                IF n1 <> n2 THEN
+                    expr := format('%s %s %s', l, op, r); snowflake_count := n1; bigint_count := n2;
+                    RETURN NEXT;
+                END IF;
+            END LOOP;
+        END LOOP;
+    END LOOP;
+END $$;
+EXPLAIN (COSTS OFF) SELECT count(*) FROM cmp WHERE id < 5;
+SELECT count(*) FILTER (WHERE id < 5) AS lt_5, count(*) FILTER (WHERE id <= 5) AS le_5,
+       count(*) FILTER (WHERE 5 > id) AS five_gt, count(*) FILTER (WHERE id > 5::smallint) AS gt_5
+FROM cmp;
+SELECT * FROM cmp_disagree();
+
 \c :regress_db
 DROP DATABASE snowflake_type_planner;
