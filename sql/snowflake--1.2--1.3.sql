@@ -74,15 +74,15 @@ CREATE OPERATOR |>| (
 -- of pg_catalog), runs with search_path pinned and names every object by its schema.
 
 CREATE FUNCTION snowflake_repair_integer_ops() RETURNS integer
-LANGUAGE plpgsql SET search_path = pg_catalog
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     sf      regtype := '@extschema@.snowflake'::regtype;
-    nsp     text := quote_ident((SELECT n.nspname FROM pg_namespace n JOIN pg_type t ON t.typnamespace = n.oid
+    nsp     text := quote_ident((SELECT n.nspname FROM pg_catalog.pg_namespace n JOIN pg_catalog.pg_type t ON t.typnamespace = n.oid
                                  WHERE t.oid = '@extschema@.snowflake'::regtype));
-    btree   oid := (SELECT f.oid FROM pg_opfamily f JOIN pg_am am ON am.oid = f.opfmethod
+    btree   oid := (SELECT f.oid FROM pg_catalog.pg_opfamily f JOIN pg_catalog.pg_am am ON am.oid = f.opfmethod
                     WHERE am.amname = 'btree' AND f.opfname = 'integer_ops' AND f.opfnamespace = 'pg_catalog'::regnamespace);
-    hash    oid := (SELECT f.oid FROM pg_opfamily f JOIN pg_am am ON am.oid = f.opfmethod
+    hash    oid := (SELECT f.oid FROM pg_catalog.pg_opfamily f JOIN pg_catalog.pg_am am ON am.oid = f.opfmethod
                     WHERE am.amname = 'hash' AND f.opfname = 'integer_ops' AND f.opfnamespace = 'pg_catalog'::regnamespace);
     pair    regtype[];
     st      int;
@@ -91,14 +91,14 @@ BEGIN
     FOREACH pair SLICE 1 IN ARRAY ARRAY[[sf, sf], [sf, 'bigint'], [sf, 'integer'], [sf, 'smallint'],
                                         ['bigint', sf], ['integer', sf], ['smallint', sf]]::regtype[]
     LOOP
-        IF NOT EXISTS (SELECT FROM pg_amproc WHERE amprocfamily = btree AND amproclefttype = pair[1]
+        IF NOT EXISTS (SELECT FROM pg_catalog.pg_amproc WHERE amprocfamily = btree AND amproclefttype = pair[1]
                        AND amprocrighttype = pair[2] AND amprocnum = 1) THEN
             EXECUTE format('ALTER OPERATOR FAMILY pg_catalog.integer_ops USING btree ADD FUNCTION 1 (%s, %s) %s.snowflake_cmp(%s, %s)',
                            pair[1], pair[2], nsp, pair[1], pair[2]);
             added := added + 1;
         END IF;
         FOR st IN 1 .. 5 LOOP
-            IF NOT EXISTS (SELECT FROM pg_amop WHERE amopfamily = btree AND amoplefttype = pair[1]
+            IF NOT EXISTS (SELECT FROM pg_catalog.pg_amop WHERE amopfamily = btree AND amoplefttype = pair[1]
                            AND amoprighttype = pair[2] AND amopstrategy = st) THEN
                 -- snowflake against itself: the helper operators, but the shared =
                 EXECUTE format('ALTER OPERATOR FAMILY pg_catalog.integer_ops USING btree ADD OPERATOR %s %s.%s (%s, %s)',
@@ -110,24 +110,24 @@ BEGIN
                 added := added + 1;
             END IF;
         END LOOP;
-        IF NOT EXISTS (SELECT FROM pg_amop WHERE amopfamily = hash AND amoplefttype = pair[1]
+        IF NOT EXISTS (SELECT FROM pg_catalog.pg_amop WHERE amopfamily = hash AND amoplefttype = pair[1]
                        AND amoprighttype = pair[2] AND amopstrategy = 1) THEN
             EXECUTE format('ALTER OPERATOR FAMILY pg_catalog.integer_ops USING hash ADD OPERATOR 1 %s.= (%s, %s)',
                            nsp, pair[1], pair[2]);
             added := added + 1;
         END IF;
     END LOOP;
-    IF NOT EXISTS (SELECT FROM pg_amproc WHERE amprocfamily = btree AND amproclefttype = sf
+    IF NOT EXISTS (SELECT FROM pg_catalog.pg_amproc WHERE amprocfamily = btree AND amproclefttype = sf
                    AND amprocrighttype = sf AND amprocnum = 2) THEN
         EXECUTE format('ALTER OPERATOR FAMILY pg_catalog.integer_ops USING btree ADD FUNCTION 2 (%s, %s) %s.snowflake_sortsupport(internal)',
                        sf, sf, nsp);
         added := added + 1;
     END IF;
-    IF NOT EXISTS (SELECT FROM pg_amproc WHERE amprocfamily = hash AND amproclefttype = sf AND amprocnum = 1) THEN
+    IF NOT EXISTS (SELECT FROM pg_catalog.pg_amproc WHERE amprocfamily = hash AND amproclefttype = sf AND amprocnum = 1) THEN
         EXECUTE format('ALTER OPERATOR FAMILY pg_catalog.integer_ops USING hash ADD FUNCTION 1 %s.snowflake_hash(%s)', nsp, sf);
         added := added + 1;
     END IF;
-    IF NOT EXISTS (SELECT FROM pg_amproc WHERE amprocfamily = hash AND amproclefttype = sf AND amprocnum = 2) THEN
+    IF NOT EXISTS (SELECT FROM pg_catalog.pg_amproc WHERE amprocfamily = hash AND amproclefttype = sf AND amprocnum = 2) THEN
         EXECUTE format('ALTER OPERATOR FAMILY pg_catalog.integer_ops USING hash ADD FUNCTION 2 %s.snowflake_hash_extended(%s, bigint)',
                        nsp, sf);
         added := added + 1;
