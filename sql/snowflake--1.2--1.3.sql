@@ -202,4 +202,16 @@ COMMENT ON FUNCTION snowflake(jsonb) IS 'the cast from jsonb (a string of digits
 
 CREATE CAST (jsonb AS @extschema@.snowflake) WITH FUNCTION @extschema@.snowflake(jsonb);
 
+-- The planner support function of the type's own inequalities: a snowflake constant on one side
+-- (id < '1724551110457221119', a parameter sent untyped) becomes a bigint constant with the
+-- type's (snowflake, bigint) operator, which the histogram interpolation can read (the estimate
+-- hook in src/type.c covers the column's side).  Same bits, same result.
+
+CREATE FUNCTION snowflake_support(internal) RETURNS internal
+AS 'MODULE_PATHNAME', 'snowflake_support' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+ALTER FUNCTION @extschema@.snowflake_lt(@extschema@.snowflake, @extschema@.snowflake) SUPPORT @extschema@.snowflake_support;
+ALTER FUNCTION @extschema@.snowflake_le(@extschema@.snowflake, @extschema@.snowflake) SUPPORT @extschema@.snowflake_support;
+ALTER FUNCTION @extschema@.snowflake_ge(@extschema@.snowflake, @extschema@.snowflake) SUPPORT @extschema@.snowflake_support;
+ALTER FUNCTION @extschema@.snowflake_gt(@extschema@.snowflake, @extschema@.snowflake) SUPPORT @extschema@.snowflake_support;
+
 -- (type section: end)

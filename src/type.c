@@ -28,9 +28,17 @@
  */
 #include "postgres.h"
 
+#include "access/stratnum.h"
+#include "catalog/pg_am.h"
+#include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
+#include "commands/defrem.h"
 #include "fmgr.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+#include "nodes/supportnodes.h"
 #include "tcop/tcopprot.h"
+#include "utils/builtins.h"
 #include "utils/fmgrprotos.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
@@ -223,4 +231,100 @@ sf_type_init(void)
 	prev_emit_log_hook = emit_log_hook;
 	emit_log_hook = sf_type_emit_log;
 	CacheRegisterSyscacheCallback(TYPEOID, sf_type_forget, (Datum) 0);
+}
+
+/*
+ * snowflake_support: the planner support function of the type's own <, <=,
+ * >= and > (snowflake against snowflake).  The histogram interpolation reads
+ * the constant's type too, and a snowflake constant (a quoted literal,
+ * '...'::snowflake, a parameter sent untyped) is not one it knows.  So
+ * id < '1724551110457221119' is simplified to id < 1724551110457221119::bigint,
+ * the same comparison through the type's (snowflake, bigint) operator (its
+ * own snowflake_ops member, with the same estimator): same bits, same answer,
+ * and an estimate that interpolates.
+ */
+PG_FUNCTION_INFO_V1(snowflake_support);
+Datum		snowflake_support(PG_FUNCTION_ARGS);
+
+Datum
+snowflake_support(PG_FUNCTION_ARGS)
+{
+	Node	   *rawreq = (Node *) PG_GETARG_POINTER(0);
+	SupportRequestSimplify *req;
+	FuncExpr   *fexpr;
+	Node	   *left;
+	Node	   *right;
+	Oid			sftype;
+	Oid			opclass;
+	Oid			opfamily;
+	Oid			opno;
+	int16		strategy;
+	HeapTuple	proctup;
+	char	   *prosrc;
+	bool		const_left;
+	Const	   *c;
+	Expr	   *result;
+
+	if (!IsA(rawreq, SupportRequestSimplify))
+		PG_RETURN_POINTER(NULL);
+	req = (SupportRequestSimplify *) rawreq;
+	fexpr = req->fcall;
+	if (list_length(fexpr->args) != 2)
+		PG_RETURN_POINTER(NULL);
+	left = linitial(fexpr->args);
+	right = lsecond(fexpr->args);
+	sftype = exprType(left);
+	if (exprType(right) != sftype || !sf_type_is(sftype))
+		PG_RETURN_POINTER(NULL);
+	/* exactly one side a constant (two are folded before this is asked) */
+	if (IsA(right, Const) && !IsA(left, Const))
+		const_left = false;
+	else if (IsA(left, Const) && !IsA(right, Const))
+		const_left = true;
+	else
+		PG_RETURN_POINTER(NULL);
+
+	/* which comparison: the int8 function the C function passes the call to */
+	proctup = SearchSysCache1(PROCOID, ObjectIdGetDatum(fexpr->funcid));
+	if (!HeapTupleIsValid(proctup))
+		PG_RETURN_POINTER(NULL);
+	{
+		bool		isnull;
+		Datum		d = SysCacheGetAttr(PROCOID, proctup, Anum_pg_proc_prosrc, &isnull);
+
+		prosrc = isnull ? pstrdup("") : TextDatumGetCString(d);
+	}
+	ReleaseSysCache(proctup);
+	if (strcmp(prosrc, "snowflake_int8lt") == 0)
+		strategy = BTLessStrategyNumber;
+	else if (strcmp(prosrc, "snowflake_int8le") == 0)
+		strategy = BTLessEqualStrategyNumber;
+	else if (strcmp(prosrc, "snowflake_int8ge") == 0)
+		strategy = BTGreaterEqualStrategyNumber;
+	else if (strcmp(prosrc, "snowflake_int8gt") == 0)
+		strategy = BTGreaterStrategyNumber;
+	else
+		PG_RETURN_POINTER(NULL);
+
+	/* the same comparison with a bigint on the constant's side, from snowflake_ops */
+	opclass = GetDefaultOpClass(sftype, BTREE_AM_OID);
+	if (!OidIsValid(opclass))
+		PG_RETURN_POINTER(NULL);
+	opfamily = get_opclass_family(opclass);
+	opno = const_left ? get_opfamily_member(opfamily, INT8OID, sftype, strategy)
+		: get_opfamily_member(opfamily, sftype, INT8OID, strategy);
+	if (!OidIsValid(opno))
+		PG_RETURN_POINTER(NULL);
+
+	c = (Const *) copyObject(const_left ? left : right);
+	c->consttype = INT8OID;
+	c->consttypmod = -1;
+	c->constcollid = InvalidOid;
+	result = make_opclause(opno, BOOLOID, false,
+						   (Expr *) (const_left ? (Node *) c : left),
+						   (Expr *) (const_left ? right : (Node *) c),
+						   InvalidOid, InvalidOid);
+	((OpExpr *) result)->opfuncid = get_opcode(opno);
+	((OpExpr *) result)->location = fexpr->location;
+	PG_RETURN_POINTER(result);
 }

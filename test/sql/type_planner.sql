@@ -102,7 +102,9 @@ INSERT INTO windows VALUES
   ('one hour',  $$id BETWEEN ext.snowflake_min_id('2026-02-10 10:00+00') AND ext.snowflake_max_id('2026-02-10 11:00+00')$$),
   ('one day',   $$id >= ext.snowflake_min_id('2026-02-10 00:00+00') AND id < ext.snowflake_min_id('2026-02-11 00:00+00')$$),
   ('one day, literal bounds', $$id > 2021000000000000000 AND id < 2021360000000000000$$),
-  ('after a time', $$id > ext.snowflake_min_id('2026-04-01 00:00+00')$$);
+  ('after a time', $$id > ext.snowflake_min_id('2026-04-01 00:00+00')$$),
+  ('one hour, snowflake literals', $$id BETWEEN '2021162223006646272' AND '2021177322505240575'$$),
+  ('one day, snowflake-typed bounds', $$id >= ext.snowflake_min_id('2026-02-10 00:00+00')::ext.snowflake AND ext.snowflake_min_id('2026-02-11 00:00+00')::ext.snowflake > id$$);
 SELECT name,
        est('SELECT * FROM ids_big WHERE ' || q) >= 20 AS bigint_estimate_is_real,
        est('SELECT * FROM ids_sf WHERE ' || q) * 3 >= est('SELECT * FROM ids_big WHERE ' || q)
@@ -117,6 +119,21 @@ SELECT est($$SELECT * FROM ids_sf a JOIN ids_sf b ON a.id = b.id
              WHERE a.id >= ext.snowflake_min_id('2026-02-10 00:00+00') AND a.id < ext.snowflake_min_id('2026-02-11 00:00+00')
                AND b.id >= ext.snowflake_min_id('2026-02-10 12:00+00') AND b.id < ext.snowflake_min_id('2026-02-11 12:00+00')$$)
        AS join_estimate_not_below_a_third_of_bigint;
+-- a snowflake constant becomes a bigint one (the support function), the same comparison
+EXPLAIN (COSTS OFF) SELECT * FROM ids_sf WHERE id > '2021162223006646272' AND '2021177322505240575' >= id;
+SELECT count(*) AS same_rows FROM ids_sf WHERE id > '2021162223006646272'::ext.snowflake AND id <= '2021177322505240575'
+HAVING count(*) = (SELECT count(*) FROM ids_big WHERE id > 2021162223006646272 AND id <= 2021177322505240575);
+-- and so does a parameter of the type in a custom plan
+PREPARE by_range(ext.snowflake, ext.snowflake) AS SELECT * FROM ids_sf WHERE id >= $1 AND id < $2;
+CREATE FUNCTION est_prepared() RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE j json;
+BEGIN
+    EXECUTE $q$EXPLAIN (FORMAT JSON) EXECUTE by_range('2021162223006646272', '2021177322501046272')$q$ INTO j;
+    RETURN (j -> 0 -> 'Plan' ->> 'Plan Rows')::bigint;
+END $$;
+SELECT est_prepared() * 3 >= est($$SELECT * FROM ids_big WHERE id >= 2021162223006646272 AND id < 2021177322501046272$$)
+       AND est_prepared() <= 3 * est($$SELECT * FROM ids_big WHERE id >= 2021162223006646272 AND id < 2021177322501046272$$)
+       AS parameter_within_3x_of_bigint;
 -- the count behind the estimates
 SELECT count(*) AS one_day FROM ids_sf
 WHERE id >= ext.snowflake_min_id('2026-02-10 00:00+00') AND id < ext.snowflake_min_id('2026-02-11 00:00+00');
