@@ -13,8 +13,10 @@
  *
  * Must never do anything of its own: no checks, no other behaviour than int8's.
  *
- * Two additions (sf_type_init): a hint for an update stopped by an object
- * named snowflake (sf_type_emit_log, below), and range estimates.  The planner
+ * Three additions for the planner and the DBA: a hint for an update stopped by
+ * an object named snowflake (sf_type_emit_log), a support function that turns
+ * a snowflake constant in a range bound into a bigint one (snowflake_support,
+ * at the end), and range estimates (sf_type_init).  The planner
  * interpolates inside a histogram bucket only for values of built-in types
  * (convert_to_scalar() in selfuncs.c knows int8, not snowflake), so a range
  * over a snowflake column was estimated in whole buckets: one hour of a large
@@ -117,8 +119,8 @@ SNOWFLAKE_AS_INT8(int8smaller)
 
 /*
  * Is typid the snowflake type (of any database, in any schema)?  It is if its
- * input function is snowflake_int8in of this library.  The last answer is
- * kept; a change to any type forgets it.
+ * input function is snowflake_int8in of a library named snowflake.  The last
+ * answer is kept; a change to any type forgets it.
  */
 static Oid	sf_type_checked = InvalidOid;
 static bool sf_type_is_snowflake = false;
@@ -145,13 +147,35 @@ sf_type_is(Oid typid)
 	{
 		Form_pg_type typ = (Form_pg_type) GETSTRUCT(tup);
 
+		/*
+		 * Read the input function's catalog row, not fmgr_info(): that would
+		 * load the library of any other extension's type.
+		 */
 		if (typ->typisdefined && typ->typlen == 8 && typ->typbyval &&
 			OidIsValid(typ->typinput))
 		{
-			FmgrInfo	finfo;
+			HeapTuple	proc = SearchSysCache1(PROCOID, ObjectIdGetDatum(typ->typinput));
 
-			fmgr_info(typ->typinput, &finfo);
-			sf_type_is_snowflake = (finfo.fn_addr == snowflake_int8in);
+			if (HeapTupleIsValid(proc))
+			{
+				bool		srcnull;
+				bool		binnull;
+				Datum		src = SysCacheGetAttr(PROCOID, proc, Anum_pg_proc_prosrc, &srcnull);
+				Datum		bin = SysCacheGetAttr(PROCOID, proc, Anum_pg_proc_probin, &binnull);
+
+				if (!srcnull && !binnull)
+				{
+					char	   *srcs = TextDatumGetCString(src);
+					char	   *bins = TextDatumGetCString(bin);
+					size_t		n = strlen(bins);
+
+					sf_type_is_snowflake = strcmp(srcs, "snowflake_int8in") == 0 &&
+						n >= 9 && strcmp(bins + n - 9, "snowflake") == 0;
+					pfree(srcs);
+					pfree(bins);
+				}
+				ReleaseSysCache(proc);
+			}
 		}
 		ReleaseSysCache(tup);
 	}
