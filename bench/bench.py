@@ -969,6 +969,11 @@ def write_results_md(res, checks, verdict, fig_rows, pg_rows, cg_rows):
     if findings_path.exists() and res["mode"] != "smoke":
         L.append(findings_path.read_text().rstrip())
         L.append("")
+    # The section bench/type_shapes.py's runs were written into (issue 20) is kept as it was.
+    old = (OUT / "RESULTS.md").read_text() if (OUT / "RESULTS.md").exists() else ""
+    if "<!-- type-shapes:start -->" in old and "<!-- type-shapes:end -->" in old:
+        L.append(old[old.index("<!-- type-shapes:start -->"):old.index("<!-- type-shapes:end -->")]
+                 + "<!-- type-shapes:end -->\n")
     (OUT / "RESULTS.md").write_text("\n".join(L))
 
 

@@ -148,6 +148,9 @@ _PG_init(void)
 							 PGC_SIGHUP, 0,
 							 NULL, NULL, NULL);
 
+	/* In every process that loads the module, preloaded or not. */
+	sf_type_init();
+
 	if (!process_shared_preload_libraries_in_progress)
 	{
 		MarkGUCPrefixReserved("snowflake");

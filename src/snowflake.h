@@ -268,6 +268,9 @@ extern void sf_bgworker_register(const char *name, const char *function, int fla
 
 /* registry.c: this server's claim on its node, and the worker that renews it */
 extern bool sf_registry_check_hook(char **newval, void **extra, GucSource source);
+
+/* type.c */
+extern void sf_type_init(void);
 pg_noreturn extern void sf_claim_refuse(SnowflakeSlot *slot, int node, int64 now_ms, int64 last_tick,
 							const char *caller);
 

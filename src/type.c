@@ -12,11 +12,43 @@
  * hash table.
  *
  * Must never do anything of its own: no checks, no other behaviour than int8's.
+ *
+ * Three additions for the planner and the DBA: a hint for an update stopped by
+ * an object named snowflake (sf_type_emit_log), a support function that turns
+ * a snowflake constant in a range bound into a bigint one (snowflake_support,
+ * at the end), and range estimates (sf_type_init).  The planner
+ * interpolates inside a histogram bucket only for values of built-in types
+ * (convert_to_scalar() in selfuncs.c knows int8, not snowflake), so a range
+ * over a snowflake column was estimated in whole buckets: one hour of a large
+ * table came out as one row.  A snowflake is an int8 in every bit, so when the
+ * planner looks up a snowflake column's statistics, get_relation_stats_hook
+ * tells it that the column's values are int8: the histogram, most common
+ * values and the operators stay the column's own, only the interpolation
+ * learns how to read the values.  The operators keep scalarltsel and friends
+ * as estimators, which clauselist_selectivity() needs to pair a < and a > on
+ * one column into one range.
  */
 #include "postgres.h"
 
+#include "access/stratnum.h"
+#include "catalog/pg_am.h"
+#include "catalog/pg_proc.h"
+#include "catalog/pg_type.h"
+#include "commands/defrem.h"
 #include "fmgr.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+#include "nodes/supportnodes.h"
+#include "tcop/tcopprot.h"
+#include "utils/builtins.h"
 #include "utils/fmgrprotos.h"
+#include "utils/inval.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/selfuncs.h"
+#include "utils/syscache.h"
+
+#include "snowflake.h"
 
 #define SNOWFLAKE_AS_INT8(f) \
 	PG_FUNCTION_INFO_V1(snowflake_##f); \
@@ -84,3 +116,239 @@ SNOWFLAKE_AS_INT8(hashint8extended)
 /* min() and max(). */
 SNOWFLAKE_AS_INT8(int8larger)
 SNOWFLAKE_AS_INT8(int8smaller)
+
+/*
+ * Is typid the snowflake type (of any database, in any schema)?  It is if its
+ * input function is snowflake_int8in of a library named snowflake.  The last
+ * answer is kept; a change to any type forgets it.
+ */
+static Oid	sf_type_checked = InvalidOid;
+static bool sf_type_is_snowflake = false;
+
+static void
+sf_type_forget(Datum arg, int cacheid, uint32 hashvalue)
+{
+	sf_type_checked = InvalidOid;
+}
+
+static bool
+sf_type_is(Oid typid)
+{
+	HeapTuple	tup;
+
+	if (typid < FirstNormalObjectId)
+		return false;
+	if (typid == sf_type_checked)
+		return sf_type_is_snowflake;
+
+	sf_type_is_snowflake = false;
+	tup = SearchSysCache1(TYPEOID, ObjectIdGetDatum(typid));
+	if (HeapTupleIsValid(tup))
+	{
+		Form_pg_type typ = (Form_pg_type) GETSTRUCT(tup);
+
+		/*
+		 * Read the input function's catalog row, not fmgr_info(): that would
+		 * load the library of any other extension's type.
+		 */
+		if (typ->typisdefined && typ->typlen == 8 && typ->typbyval &&
+			OidIsValid(typ->typinput))
+		{
+			HeapTuple	proc = SearchSysCache1(PROCOID, ObjectIdGetDatum(typ->typinput));
+
+			if (HeapTupleIsValid(proc))
+			{
+				bool		srcnull;
+				bool		binnull;
+				Datum		src = SysCacheGetAttr(PROCOID, proc, Anum_pg_proc_prosrc, &srcnull);
+				Datum		bin = SysCacheGetAttr(PROCOID, proc, Anum_pg_proc_probin, &binnull);
+
+				if (!srcnull && !binnull)
+				{
+					char	   *srcs = TextDatumGetCString(src);
+					char	   *bins = TextDatumGetCString(bin);
+					size_t		n = strlen(bins);
+
+					sf_type_is_snowflake = strcmp(srcs, "snowflake_int8in") == 0 &&
+						n >= 9 && strcmp(bins + n - 9, "snowflake") == 0;
+					pfree(srcs);
+					pfree(bins);
+				}
+				ReleaseSysCache(proc);
+			}
+		}
+		ReleaseSysCache(tup);
+	}
+	sf_type_checked = typid;
+	return sf_type_is_snowflake;
+}
+
+static get_relation_stats_hook_type prev_get_relation_stats_hook = NULL;
+
+/*
+ * The statistics of a snowflake column are read as int8's: only vartype
+ * changes, which selfuncs.c uses to convert histogram bounds and constants to
+ * numbers (convert_to_scalar).  The statistics tuple itself is found as
+ * usual (or by the next hook).
+ */
+static bool
+sf_type_relation_stats(PlannerInfo *root, RangeTblEntry *rte,
+					   AttrNumber attnum, VariableStatData *vardata)
+{
+	if (sf_type_is(vardata->vartype))
+		vardata->vartype = INT8OID;
+	if (prev_get_relation_stats_hook)
+		return prev_get_relation_stats_hook(root, rte, attnum, vardata);
+	return false;
+}
+
+static emit_log_hook_type prev_emit_log_hook = NULL;
+
+/*
+ * The update to 1.2 (and a fresh install) creates the type snowflake and the
+ * functions snowflake(integer) ... in the extension's schema.  An object of
+ * the user's of that name there (a table named snowflake has a row type named
+ * snowflake) stops it with PostgreSQL's bare "type "snowflake" already
+ * exists".  The release scripts cannot change, so the hint is added here, to
+ * that error of a CREATE or ALTER EXTENSION snowflake command only.
+ */
+/* Does s contain word, in any case? */
+static bool
+sf_type_mentions(const char *s, const char *word)
+{
+	size_t		n = strlen(word);
+
+	for (; *s != '\0'; s++)
+		if (pg_strncasecmp(s, word, n) == 0)
+			return true;
+	return false;
+}
+
+static void
+sf_type_emit_log(ErrorData *edata)
+{
+	if (edata->elevel == ERROR && edata->sqlerrcode == ERRCODE_DUPLICATE_OBJECT &&
+		edata->hint == NULL && edata->message != NULL &&
+		strstr(edata->message, "\"snowflake\"") != NULL &&
+		debug_query_string != NULL &&
+		sf_type_mentions(debug_query_string, "extension") &&
+		sf_type_mentions(debug_query_string, "snowflake"))
+	{
+		MemoryContext old = MemoryContextSwitchTo(ErrorContext);
+
+		edata->hint = pstrdup("Version 1.2 of the extension creates the type snowflake, and functions named "
+							  "snowflake, in the extension's schema, where an object of that name already is "
+							  "(a table named snowflake has a row type of that name). Move that object to "
+							  "another schema or rename it (ALTER TABLE snowflake SET SCHEMA app), then run "
+							  "the command again.");
+		MemoryContextSwitchTo(old);
+	}
+	if (prev_emit_log_hook)
+		prev_emit_log_hook(edata);
+}
+
+void
+sf_type_init(void)
+{
+	prev_get_relation_stats_hook = get_relation_stats_hook;
+	get_relation_stats_hook = sf_type_relation_stats;
+	prev_emit_log_hook = emit_log_hook;
+	emit_log_hook = sf_type_emit_log;
+	CacheRegisterSyscacheCallback(TYPEOID, sf_type_forget, (Datum) 0);
+}
+
+/*
+ * snowflake_support: the planner support function of the type's own <, <=,
+ * >= and > (snowflake against snowflake).  The histogram interpolation reads
+ * the constant's type too, and a snowflake constant (a quoted literal,
+ * '...'::snowflake, a parameter sent untyped) is not one it knows.  So
+ * id < '1724551110457221119' is simplified to id < 1724551110457221119::bigint,
+ * the same comparison through the type's (snowflake, bigint) operator (its
+ * own snowflake_ops member, with the same estimator): same bits, same answer,
+ * and an estimate that interpolates.
+ */
+PG_FUNCTION_INFO_V1(snowflake_support);
+Datum		snowflake_support(PG_FUNCTION_ARGS);
+
+Datum
+snowflake_support(PG_FUNCTION_ARGS)
+{
+	Node	   *rawreq = (Node *) PG_GETARG_POINTER(0);
+	SupportRequestSimplify *req;
+	FuncExpr   *fexpr;
+	Node	   *left;
+	Node	   *right;
+	Oid			sftype;
+	Oid			opclass;
+	Oid			opfamily;
+	Oid			opno;
+	int16		strategy;
+	HeapTuple	proctup;
+	char	   *prosrc;
+	bool		const_left;
+	Const	   *c;
+	Expr	   *result;
+
+	if (!IsA(rawreq, SupportRequestSimplify))
+		PG_RETURN_POINTER(NULL);
+	req = (SupportRequestSimplify *) rawreq;
+	fexpr = req->fcall;
+	if (list_length(fexpr->args) != 2)
+		PG_RETURN_POINTER(NULL);
+	left = linitial(fexpr->args);
+	right = lsecond(fexpr->args);
+	sftype = exprType(left);
+	if (exprType(right) != sftype || !sf_type_is(sftype))
+		PG_RETURN_POINTER(NULL);
+	/* exactly one side a constant (two are folded before this is asked) */
+	if (IsA(right, Const) && !IsA(left, Const))
+		const_left = false;
+	else if (IsA(left, Const) && !IsA(right, Const))
+		const_left = true;
+	else
+		PG_RETURN_POINTER(NULL);
+
+	/* which comparison: the int8 function the C function passes the call to */
+	proctup = SearchSysCache1(PROCOID, ObjectIdGetDatum(fexpr->funcid));
+	if (!HeapTupleIsValid(proctup))
+		PG_RETURN_POINTER(NULL);
+	{
+		bool		isnull;
+		Datum		d = SysCacheGetAttr(PROCOID, proctup, Anum_pg_proc_prosrc, &isnull);
+
+		prosrc = isnull ? pstrdup("") : TextDatumGetCString(d);
+	}
+	ReleaseSysCache(proctup);
+	if (strcmp(prosrc, "snowflake_int8lt") == 0)
+		strategy = BTLessStrategyNumber;
+	else if (strcmp(prosrc, "snowflake_int8le") == 0)
+		strategy = BTLessEqualStrategyNumber;
+	else if (strcmp(prosrc, "snowflake_int8ge") == 0)
+		strategy = BTGreaterEqualStrategyNumber;
+	else if (strcmp(prosrc, "snowflake_int8gt") == 0)
+		strategy = BTGreaterStrategyNumber;
+	else
+		PG_RETURN_POINTER(NULL);
+
+	/* the same comparison with a bigint on the constant's side, from snowflake_ops */
+	opclass = GetDefaultOpClass(sftype, BTREE_AM_OID);
+	if (!OidIsValid(opclass))
+		PG_RETURN_POINTER(NULL);
+	opfamily = get_opclass_family(opclass);
+	opno = const_left ? get_opfamily_member(opfamily, INT8OID, sftype, strategy)
+		: get_opfamily_member(opfamily, sftype, INT8OID, strategy);
+	if (!OidIsValid(opno))
+		PG_RETURN_POINTER(NULL);
+
+	c = (Const *) copyObject(const_left ? left : right);
+	c->consttype = INT8OID;
+	c->consttypmod = -1;
+	c->constcollid = InvalidOid;
+	result = make_opclause(opno, BOOLOID, false,
+						   (Expr *) (const_left ? (Node *) c : left),
+						   (Expr *) (const_left ? right : (Node *) c),
+						   InvalidOid, InvalidOid);
+	((OpExpr *) result)->opfuncid = get_opcode(opno);
+	((OpExpr *) result)->location = fexpr->location;
+	PG_RETURN_POINTER(result);
+}

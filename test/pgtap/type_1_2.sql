@@ -1,4 +1,4 @@
--- type_1_2.sql: pgTAP contract of the snowflake type (version 1.2): its storage, that every
+-- type_1_2.sql: pgTAP contract of the snowflake type as version 1.2 installs it (1.3: type_1_3.sql): its storage, that every
 -- function behind it is PostgreSQL's own int8 code, its casts, operators, operator classes and
 -- aggregates, and its JSON form. Everything happens in one transaction that is rolled back.
 
@@ -14,7 +14,7 @@ SET LOCAL client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS pgtap;
 DROP EXTENSION IF EXISTS snowflake CASCADE;
 CREATE SCHEMA snowflake_pgtap_ext;
-CREATE EXTENSION snowflake SCHEMA snowflake_pgtap_ext;
+CREATE EXTENSION snowflake VERSION '1.2' SCHEMA snowflake_pgtap_ext;  -- the 1.2 contract; type_1_3.sql has 1.3's
 SET LOCAL search_path = public, snowflake_pgtap_ext;
 
 CREATE TEMP VIEW sf_type AS

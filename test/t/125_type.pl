@@ -92,6 +92,26 @@ $dst->psql('app', q{INSERT INTO likes VALUES (5, 1724551110457221119)}, stderr =
 like($err, qr/violates foreign key constraint "likes_post_id_fkey"/,
 	'restored: the bigint-to-snowflake foreign key is enforced');
 
+# The restored database has the type in pg_catalog's integer_ops again (CREATE EXTENSION adds it;
+# pg_dump does not dump pg_catalog's families): the bigint reference's index serves a lookup by a
+# snowflake, and deleting posts checks likes through that index, never by a sequential scan.
+like(
+	$dst->safe_psql('app', q{SET enable_seqscan = off; SET enable_bitmapscan = off;
+EXPLAIN (COSTS OFF) SELECT * FROM likes WHERE post_id = '1724551110457221119'::snowflake}),
+	qr/Index (Only )?Scan using likes_pkey on likes\s+Index Cond: \(post_id = /,
+	'restored: likes_pkey (bigint, integer_ops) serves post_id = <snowflake>');
+is( $dst->safe_psql(
+		'app', q{
+BEGIN;
+INSERT INTO posts (author, body) SELECT id, 'to delete' FROM users ORDER BY id LIMIT 20;
+SELECT pg_stat_get_xact_numscans('likes'::regclass) AS seq, pg_stat_get_xact_numscans('likes_pkey'::regclass) AS idx \gset
+DELETE FROM posts WHERE body = 'to delete';
+SELECT (SELECT count(*) FROM posts WHERE body = 'to delete'), pg_stat_get_xact_numscans('likes'::regclass) - :seq,
+       pg_stat_get_xact_numscans('likes_pkey'::regclass) - :idx >= 20;
+ROLLBACK;}),
+	'0|0|t',
+	'restored: deleting 20 posts checks likes through its index, without a sequential scan');
+
 # --- logical replication, text and binary
 
 $src->safe_psql('app', 'CREATE PUBLICATION type_pub FOR TABLE users, posts, likes');

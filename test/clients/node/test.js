@@ -131,6 +131,22 @@ async function main() {
   check('a generated ID in a snowflake column comes back as a JSON string',
     JSON.parse(sfIns.rows[0].j).id === sfIns.rows[0].id_text);
 
+  // snowflake[] (array_agg): its text '{...}' without configuration; with the recipe of
+  // docs/type.md (int8[]'s parser for the array OID, then BigInt) an array of exact BigInts.
+  const arrSql = 'SELECT array_agg(id ORDER BY id) AS a, array_agg(id::text ORDER BY id) AS t FROM sf_items';
+  const rawArr = await client.query(arrSql);
+  check('a snowflake[] arrives as its text without configuration',
+    typeof rawArr.rows[0].a === 'string' && rawArr.rows[0].a === '{' + rawArr.rows[0].t.join(',') + '}');
+  const oids = await client.query("SELECT 'snowflake'::regtype::oid AS oid, 'snowflake[]'::regtype::oid AS array_oid");
+  const int8ArrayParser = types.getTypeParser(1016);
+  types.setTypeParser(Number(oids.rows[0].array_oid), (v) => int8ArrayParser(v).map((x) => (x === null ? null : BigInt(x))));
+  types.setTypeParser(Number(oids.rows[0].oid), BigInt);
+  const parsedArr = await client.query(arrSql);
+  check('with the array parser set, a snowflake[] arrives as exact BigInts',
+    parsedArr.rows[0].a.every((x, i) => typeof x === 'bigint' && String(x) === parsedArr.rows[0].t[i]));
+  const one = await client.query('SELECT id, id::text AS t FROM sf_items ORDER BY id LIMIT 1');
+  check('and a snowflake column as a BigInt', typeof one.rows[0].id === 'bigint' && String(one.rows[0].id) === one.rows[0].t);
+
   await client.end();
 }
 

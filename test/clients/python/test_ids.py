@@ -92,6 +92,11 @@ def main():
         check("binary results are int8's 8 bytes, big-endian",
               all(isinstance(b, (bytes, bytearray, memoryview)) and int.from_bytes(bytes(b), "big", signed=True) == int(t)
                   for b, t in braw))
+        # snowflake[] (array_agg, ARRAY(...)): without configuration its text, '{...}'
+        arr_sql = "SELECT array_agg(id ORDER BY id), array_agg(id::text ORDER BY id) FROM sf_items"
+        raw_arr, texts = conn.execute(arr_sql).fetchone()
+        check("a snowflake[] arrives as its text without configuration",
+              type(raw_arr) is str and raw_arr == "{" + ",".join(texts) + "}", repr(raw_arr)[:80])
         # one line of configuration makes it an int, in text and binary
         info = TypeInfo.fetch(conn, "snowflake")
         conn.adapters.register_loader(info.oid, IntLoader)
@@ -102,6 +107,14 @@ def main():
         with conn.cursor(binary=True) as cur:
             as_int_b = cur.execute("SELECT id, id::text FROM sf_items ORDER BY 1").fetchall()
         check("and in binary too", all(type(i) is int and str(i) == t for i, t in as_int_b))
+        # and one more makes snowflake[] a list of exact ints (docs/type.md's recipe)
+        info.register(conn)
+        arr, texts = conn.execute(arr_sql).fetchone()
+        check("with the type registered (info.register(conn)), a snowflake[] arrives as a list of exact ints",
+              type(arr) is list and [str(i) for i in arr] == texts and all(type(i) is int for i in arr))
+        with conn.cursor(binary=True) as cur:
+            arr_b, texts_b = cur.execute(arr_sql).fetchone()
+        check("and in binary too ", type(arr_b) is list and [str(i) for i in arr_b] == texts_b)
         # COPY BINARY out of and into a snowflake column, read and written as int8
         with conn.cursor() as cur:
             with cur.copy("COPY (SELECT id FROM sf_items ORDER BY id) TO STDOUT (FORMAT BINARY)") as copy:
