@@ -112,6 +112,14 @@ like($r->{stderr}, qr/WARNING:.*the system clock is back at the highest time see
 like($r->{stderr}, qr/WARNING:.*datacenter 1, machine 1 issues IDs again after \d+ refused calls in a row/,
 	'P24: the end of the refusal streak is a WARNING');
 
+# P17: the IDs are at the frozen ms itself (not ahead of it): a run that needs the next ms,
+# with no wait allowed, is "no timestamp free", not "the clock is behind the IDs".
+$r = $t->run('SET snowflake.max_wait_ms = 0; SELECT count(*) FROM snowflake_next_n(4096);');
+is($r->{sqlstate}, '55000', 'P17: a run past the frozen ms, no wait allowed: 55000');
+like($r->{message} // '', qr/refused: no timestamp free within snowflake\.max_wait_ms \(0 ms\)/,
+	'P17: ... "no timestamp free" when the last ID is at the clock\'s ms')
+  or diag("stderr: $r->{stderr}");
+
 # --- P16: snowflake.reservation_ms starts at 10 ms.
 $r = $t->run('ALTER SYSTEM SET snowflake.reservation_ms = 9;');
 is($r->{sqlstate}, '22023', 'P16: reservation_ms = 9 is refused (22023)');
