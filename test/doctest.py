@@ -30,7 +30,11 @@ rest (punctuation, text) must still match.  Every other cell must be equal.
   test/doctest.py --list [FILE...]                               parse only: show what would run
   test/doctest.py --self-test --host DIR --port N [--psql PSQL]  the runner must fail on bad docs
 
-Exit status 0 when every block that runs succeeds and every compared output matches.
+Every relative link of the files ([text](path#anchor)) must point at a file that exists and,
+for a Markdown file, at one of its headings.
+
+Exit status 0 when every block that runs succeeds, every compared output matches and no link
+is broken.
 """
 
 import argparse
@@ -297,6 +301,43 @@ def run_file(args, path, number):
     return failures
 
 
+def slug(heading):
+    """GitHub's anchor of a Markdown heading."""
+    return re.sub(r'[^\w\- ]', '', heading.strip().lower()).replace(' ', '-')
+
+
+def headings(path):
+    out, in_fence = set(), False
+    with open(path) as f:
+        for line in f:
+            if line.startswith('```'):
+                in_fence = not in_fence
+            m = None if in_fence else re.match(r'^#{1,6}\s+(.*?)\s*#*\s*$', line)
+            if m:
+                out.add(slug(m.group(1)))
+    return out
+
+
+def check_links(files):
+    """Relative links of the docs ([text](path#anchor)) that point at no file or no heading."""
+    bad = []
+    for path in files:
+        with open(path) as f:
+            for n, line in enumerate(f, 1):
+                for m in re.finditer(r'\]\(([^)\s]+)\)', line):
+                    target = m.group(1)
+                    if re.match(r'[a-z]+:', target):
+                        continue
+                    file, _, anchor = target.partition('#')
+                    tpath = os.path.normpath(os.path.join(os.path.dirname(path), file)) if file else path
+                    where = f'{os.path.relpath(path, TOP)}:{n}: link {target}'
+                    if not os.path.exists(tpath):
+                        bad.append(f'{where}: no such file')
+                    elif anchor and tpath.endswith('.md') and anchor not in headings(tpath):
+                        bad.append(f'{where}: no such heading')
+    return bad
+
+
 def default_files():
     return [os.path.join(TOP, 'README.md')] + sorted(glob.glob(os.path.join(TOP, 'docs', '*.md')))
 
@@ -365,7 +406,14 @@ def self_test(args):
             print(f'{"ok" if ok else "not ok"} {n + 1} - {name}: '
                   + ('passes' if not failures else 'fails: ' + failures[0].split('\n')[0]))
             bad += not ok
-    print(f'self-test: {len(SELF_TESTS) - bad} of {len(SELF_TESTS)} as expected')
+        path = os.path.join(d, 'links.md')
+        with open(path, 'w') as f:
+            f.write('# A page\n\n[here](#a-page), [gone](#no-such-heading), [file](gone.md)\n')
+        found = check_links([path])
+        ok = len(found) == 2 and 'no such heading' in found[0] and 'no such file' in found[1]
+        print(f'{"ok" if ok else "not ok"} {len(SELF_TESTS) + 1} - broken links: ' + '; '.join(found))
+        bad += not ok
+    print(f'self-test: {len(SELF_TESTS) + 1 - bad} of {len(SELF_TESTS) + 1} as expected')
     return 1 if bad else 0
 
 
@@ -386,7 +434,8 @@ def main():
         ap.error('--host and --port are needed to run')
     if args.self_test:
         return self_test(args)
-    failures = []
+    failures = check_links(files)
+    print(f'# links: {len(failures)} broken')
     for n, path in enumerate(files):
         failures += run_file(args, path, n)
     for f in failures:
