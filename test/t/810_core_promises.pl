@@ -8,7 +8,10 @@
 #   waits does not; a step back sets clock_rollbacks and max_rollback_ms to the step;
 # - P24: the WARNINGs of docs/operations.md#monitoring: a rollback's start and end, the 10th
 #   refused call in a row and the first ID after the streak;
-# - P16: snowflake.reservation_ms refuses 9 (its range starts at 10) and takes 10.
+# - P16: snowflake.reservation_ms refuses 9 (its range starts at 10) and takes 10;
+# - the registry check (README errors table, 42501; outsiders' mutants X37, X38): a trigger
+#   enabled ALWAYS or REPLICA whose function an untrusted role owns is refused, a view is no
+#   registry.  The registry's own rows (R) are its owner's; this only kills the two mutants.
 
 use strict;
 use warnings FATAL => 'all';
@@ -127,6 +130,29 @@ like($r->{message} // '', qr/9( ms)? is outside the valid range for parameter "s
 	'P16: ... naming its range');
 $r = $t->run('ALTER SYSTEM SET snowflake.reservation_ms = 10; ALTER SYSTEM RESET snowflake.reservation_ms;');
 is($r->{ret}, 0, 'P16: reservation_ms = 10 is accepted');
+
+# --- README errors table (42501): a registry trigger whose function a role without the
+# caller's rights owns is refused, whether enabled as usual, ALWAYS or REPLICA (a replica
+# trigger fires under session_replication_role = replica); a disabled one is not.
+$t->query(q{
+CREATE ROLE sf_810_untrusted;
+CREATE TABLE public.reg810 (datacenter_id int, machine_id int, owner text, claimed_at timestamptz,
+    expires_at timestamptz, high_water_ms bigint, PRIMARY KEY (datacenter_id, machine_id));
+CREATE FUNCTION public.f810() RETURNS trigger LANGUAGE plpgsql AS $$BEGIN RETURN NEW; END$$;
+ALTER FUNCTION public.f810() OWNER TO sf_810_untrusted;
+CREATE TRIGGER t810 BEFORE UPDATE ON public.reg810 FOR EACH ROW EXECUTE FUNCTION public.f810();
+});
+for my $mode ('ENABLE', 'ENABLE ALWAYS', 'ENABLE REPLICA')
+{
+	$r = $t->run("ALTER TABLE public.reg810 $mode TRIGGER t810; SELECT snowflake_check_registry('public.reg810');");
+	is($r->{sqlstate}, '42501', "a registry trigger ($mode) run by an untrusted role's function: 42501");
+	like($r->{message} // '', qr/trigger t810 on registry public\.reg810 runs function public\.f810\(\), owned by role sf_810_untrusted/,
+		"... ($mode) naming the trigger, its function and owner");
+}
+$r = $t->run("ALTER TABLE public.reg810 DISABLE TRIGGER t810; SELECT snowflake_check_registry('public.reg810');");
+is($r->{ret}, 0, 'a disabled trigger is no reason to refuse');
+$r = $t->run("CREATE VIEW public.v810 AS SELECT * FROM public.reg810; SELECT snowflake_check_registry('public.v810');");
+is($r->{sqlstate}, '42809', 'a view as registry: refused (42809)');
 
 $t->stop;
 done_testing();
