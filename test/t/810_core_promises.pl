@@ -63,9 +63,9 @@ my $last = $out;
 is($t->query(qq{
 SELECT clock_offset_ms < 0,
        clock_offset_ms = floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint - snowflake_unix_ms($last),
-       last_id = $last
+       last_id = $last, last_ts = snowflake_timestamp($last), last_sequence = snowflake_sequence($last)
 FROM snowflake_status() WHERE datacenter_id = 1 AND machine_id = 1}),
-	't|t|t', 'P10: IDs 9 ms ahead of a frozen clock: clock_offset_ms is the clock minus the last ID\'s ms, negative');
+	't|t|t|t|t', 'P10: IDs 9 ms ahead of a frozen clock: clock_offset_ms is the clock minus the last ID\'s ms, negative; last_id, last_ts, last_sequence are the last ID\'s');
 
 # Refusals: more IDs than the frozen ms allows, no wait allowed.
 my $before = $t->status;
