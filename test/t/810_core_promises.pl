@@ -153,6 +153,10 @@ $r = $t->run("ALTER TABLE public.reg810 DISABLE TRIGGER t810; SELECT snowflake_c
 is($r->{ret}, 0, 'a disabled trigger is no reason to refuse');
 $r = $t->run("CREATE VIEW public.v810 AS SELECT * FROM public.reg810; SELECT snowflake_check_registry('public.v810');");
 is($r->{sqlstate}, '42809', 'a view as registry: refused (42809)');
+$r = $t->run("DROP VIEW public.v810; DROP TRIGGER t810 ON public.reg810; ALTER TABLE public.reg810 DROP COLUMN high_water_ms; "
+	  . "SELECT snowflake_check_registry('public.reg810');");
+is($r->{sqlstate}, '42703', 'a registry made for 1.1 (no high_water_ms): refused (42703)');
+like($r->{message} // '', qr/registry public\.reg810 has no column high_water_ms/, '... saying so');
 
 $t->stop;
 done_testing();
