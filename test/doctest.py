@@ -322,9 +322,15 @@ def check_links(files):
     """Relative links of the docs ([text](path#anchor)) that point at no file or no heading."""
     bad = []
     for path in files:
+        in_fence = False
         with open(path) as f:
             for n, line in enumerate(f, 1):
-                for m in re.finditer(r'\]\(([^)\s]+)\)', line):
+                if line.startswith('```'):
+                    in_fence = not in_fence
+                if in_fence:
+                    continue
+                # Not inside inline code: `[text](path)` there is an example, not a link.
+                for m in re.finditer(r'\]\(([^)\s]+)\)', re.sub(r'`[^`]*`', '', line)):
                     target = m.group(1)
                     if re.match(r'[a-z]+:', target):
                         continue
@@ -408,7 +414,8 @@ def self_test(args):
             bad += not ok
         path = os.path.join(d, 'links.md')
         with open(path, 'w') as f:
-            f.write('# A page\n\n[here](#a-page), [gone](#no-such-heading), [file](gone.md)\n')
+            f.write('# A page\n\n[here](#a-page), [gone](#no-such-heading), [file](gone.md), `[code](x.md)`\n'
+                    '```sh\n[fenced](y.md)\n```\n')
         found = check_links([path])
         ok = len(found) == 2 and 'no such heading' in found[0] and 'no such file' in found[1]
         print(f'{"ok" if ok else "not ok"} {len(SELF_TESTS) + 1} - broken links: ' + '; '.join(found))
