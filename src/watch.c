@@ -53,6 +53,17 @@ sf_floor_ms(int64 ns)
 	return ns >= 0 ? ns / SF_NS_PER_MS : -((-ns + SF_NS_PER_MS - 1) / SF_NS_PER_MS);
 }
 
+/*
+ * A lead over the trusted time, in whole ms, rounded to the nearest: the two
+ * clocks are read a few hundred ns apart, and that noise must not decide
+ * whether a step of exactly the tolerance is a jump.
+ */
+static inline int64
+sf_step_ms(int64 ns)
+{
+	return sf_floor_ms(ns + SF_NS_PER_MS / 2);
+}
+
 /* Raise clock_ok_until (signed) to at least v. */
 static void
 sf_watch_raise_ok(int64 v)
@@ -92,7 +103,7 @@ sf_watch_fresh_step_ms(void)
 	int64		wall = sf_wall_ns();
 	int64		offset = wall - sf_boot_ns();
 
-	return sf_floor_ms(offset - sf_watch_base(offset, wall, false));
+	return sf_step_ms(offset - sf_watch_base(offset, wall, false));
 }
 
 /*
@@ -128,7 +139,7 @@ sf_watch_look(int64 wall_ns, int64 *held_ms, bool generating)
 
 	boot = sf_boot_ns();
 	base = sf_watch_base(wall_ns - boot, wall_ns, generating);
-	step_ms = sf_floor_ms(wall_ns - boot - base);
+	step_ms = sf_step_ms(wall_ns - boot - base);
 
 	if (step_ms > 0)
 	{
@@ -156,7 +167,7 @@ sf_watch_look(int64 wall_ns, int64 *held_ms, bool generating)
 		pg_atomic_write_u32(&sf_shared->clock_held_tol, (uint32) tol_ms);
 		pg_atomic_write_u64(&sf_shared->clock_ok_until, (uint64) PG_INT64_MIN);
 		ereport(WARNING,
-				(errmsg("snowflake: the system clock is %lld ms ahead of the time trusted, more than snowflake.max_clock_jump_ms (%lld ms): "
+				(errmsg("snowflake: the system clock jumped %lld ms forward, more than snowflake.max_clock_jump_ms (%lld ms) beyond the time trusted: "
 						"generation is held at the trusted time until the clock comes back or a superuser runs snowflake_accept_clock()",
 						(long long) step_ms, (long long) tol_ms)));
 		return SF_WATCH_HELD;
@@ -208,7 +219,7 @@ sf_watch_image(SnowflakeStateImage *img)
 	bool		armed = pg_atomic_read_u32(&sf_shared->clock_armed) != 0;
 	int64		base = (int64) pg_atomic_read_u64(&sf_shared->clock_base);
 	int64		trusted_ns = boot + base;
-	bool		ahead = armed && tol_ns > 0 && sf_floor_ms(wall_ns - trusted_ns) > sf_max_clock_jump_ms;
+	bool		ahead = armed && tol_ns > 0 && sf_step_ms(wall_ns - trusted_ns) > sf_max_clock_jump_ms;
 
 	img->wall_unix_ms = ahead ? sf_floor_ms(trusted_ns) : sf_floor_ms(wall_ns);
 	img->held = ahead || pg_atomic_read_u64(&sf_shared->clock_held) != 0;
@@ -320,7 +331,7 @@ sf_watch_startup(SnowflakeShared *shared, bool found, const SnowflakeStateImage 
 	if (found && img->clock_armed && img->has_boot_id && shared->has_boot_id &&
 		memcmp(img->boot_id, shared->boot_id, SF_BOOT_ID_LEN) == 0)
 	{
-		int64		step_ms = sf_floor_ms(offset - img->clock_base_ns);
+		int64		step_ms = sf_step_ms(offset - img->clock_base_ns);
 
 		pg_atomic_write_u64(&shared->clock_base, (uint64) img->clock_base_ns);
 		pg_atomic_write_u32(&shared->clock_armed, 1);
@@ -328,7 +339,7 @@ sf_watch_startup(SnowflakeShared *shared, bool found, const SnowflakeStateImage 
 		{
 			pg_atomic_write_u64(&shared->clock_held, (uint64) step_ms);
 			ereport(LOG,
-					(errmsg("snowflake: the system clock is " INT64_FORMAT " ms ahead of the time trusted before this start (same boot), "
+					(errmsg("snowflake: the system clock jumped " INT64_FORMAT " ms forward of the time trusted before this start (same boot), "
 							"more than snowflake.max_clock_jump_ms (" INT64_FORMAT " ms): generation is held at the trusted time until the clock "
 							"comes back or a superuser runs snowflake_accept_clock()", step_ms, tol_ms)));
 		}

@@ -1,0 +1,225 @@
+# 510_clock_watch.pl: the clock watch's invariants (docs/clock.md, W1-W6), under
+# the clock shim (clockshim.c), which every server process follows, the
+# postmaster included: it reads the clock at start-up, after a crash and at
+# clean shutdown, where libfaketime leaves it on the real clock.
+#
+# Each part reproduces a finding of issue 22 (numbers in brackets).
+
+use strict;
+use warnings FATAL => 'all';
+
+use FindBin;
+use lib $FindBin::RealBin;
+
+use PostgreSQL::Test::Utils;
+use SnowflakeTest;
+use Test::More;
+use Time::HiRes qw(time usleep);
+
+my $TOL = 5000;
+my $JUMP = qr/^snowflake_next(_n)?\(\) refused: the system clock jumped (\d+) ms forward$/;
+
+sub log_count
+{
+	my ($t, $re, $from) = @_;
+	my $log = substr(slurp_file($t->node->logfile), $from // 0);
+	my $n = () = $log =~ /$re/g;
+	return $n;
+}
+
+sub now_ms { return int(time() * 1000); }
+
+# Between parts: the real clock, accepted, so that each part starts from a
+# clean trusted time (on the old code too, where a part's failure would
+# otherwise leave a hold for the next part).
+sub reset_clock
+{
+	my ($t, $what) = @_;
+	$t->set_clock_ms(0);
+	$t->query('SELECT snowflake_accept_clock()');
+	$t->next_id("reset before $what", 'SET snowflake.max_wait_ms = 30000;');
+	return;
+}
+
+# The state file's wall_unix_ms (q< at offset 24).
+sub state_file_wall
+{
+	my ($t) = @_;
+	open my $fh, '<:raw', $t->data_dir . '/snowflake.state' or die $!;
+	local $/;
+	my $bytes = <$fh>;
+	close $fh;
+	return unpack('q<', substr($bytes, 24, 8));
+}
+
+my $t = SnowflakeTest->new('watch', clock => 'shim', restart_after_crash => 1,
+	conf => "snowflake.max_clock_jump_ms = $TOL\nsnowflake.reservation_ms = 1000");
+$t->start;
+$t->query('CREATE EXTENSION snowflake');
+$t->next_id('real time');
+
+# --- [12] The postmaster follows the shim: at clean shutdown it writes the
+# --- state file with the clock it reads.
+$t->set_clock_ms(-3_600_000);
+$t->stop;
+cmp_ok(state_file_wall($t), '<', now_ms() - 3_500_000,
+	'[12] the postmaster wrote the state file at the shimmed time (1 h back), not the real one');
+
+# --- [4] A clean restart while the clock is behind, then the correction: no hold.
+$t->start;
+$t->refused('SELECT snowflake_next();', '[4] clock 1 h back after a clean restart',
+	message => qr/behind the IDs already issued/);
+$t->set_clock_ms(0);
+$t->next_id('[4] the clock corrected after a restart while it was behind: no hold (W3)');
+
+reset_clock($t, '[1]');
+# --- [1] Small steps add up: three steps of 0.6 tolerance each.
+my $log_at = -s $t->node->logfile;
+$t->set_clock_ms(3000);
+$t->next_id('[1] clock +3 s (within the 5 s tolerance)');
+$t->set_clock_ms(6000);
+my $r = $t->refused('SELECT snowflake_next();', '[1] clock +6 s in two steps of 3 s: held (W1)', message => $JUMP);
+my ($ms) = $r->{message} =~ /jumped (\d+) ms/;
+cmp_ok(abs($ms - 6000), '<', 50, '[1] the jump measured is the sum of the steps') or diag("measured $ms");
+# An excursion within the tolerance, back, then a larger one.
+$t->set_clock_ms(0);
+$t->next_id('[1] back at real time: the hold ends by itself');
+$t->set_clock_ms(4900);
+$t->next_id('[1] a +4.9 s excursion');
+$t->set_clock_ms(0);
+$t->next_id('[1] back');
+$t->set_clock_ms(9800);
+$t->refused('SELECT snowflake_next();', '[1] later +9.8 s: held, the excursion was not taken in', message => $JUMP);
+$t->set_clock_ms(0);
+$t->next_id('[1] back again');
+
+reset_clock($t, '[10] exact');
+# --- [10] Exactly the tolerance is no jump; one ms more is, and the message
+# --- does not contradict itself.
+$t->set_clock_ms($TOL);
+$t->next_id('[10] clock exactly max_clock_jump_ms ahead: no jump ("more than")');
+$t->set_clock_ms($TOL + 1);
+$r = $t->refused('SELECT snowflake_next();', '[10] one ms more: held', message => $JUMP);
+($ms) = $r->{message} =~ /jumped (\d+) ms/;
+cmp_ok($ms, '>', $TOL, '[10] the jump reported is more than the tolerance it is compared with');
+like($r->{detail}, qr/more than snowflake\.max_clock_jump_ms \($TOL ms\) allows/, '[10] the detail names the setting');
+$t->set_clock_ms(0);
+$t->next_id('[10] back');
+
+reset_clock($t, '[2]');
+# --- [2] A jump while PostgreSQL is down (same boot) is held at start.
+$t->stop;
+$t->set_clock_ms(7_200_000);
+$log_at = -s $t->node->logfile;
+$t->start;
+$t->refused('SELECT snowflake_next();', '[2] clock +2 h while the server was down: held at start (W3)', message => $JUMP);
+like(slurp_file($t->node->logfile), qr/jumped \d+ ms forward of the time trusted before this start \(same boot\)/,
+	'[2] the start says why');
+
+# --- [6], [3] A crash during the hold keeps it (the file never says "not
+# --- held" while the clock is ahead); correcting the clock ends it.
+my $victim = $t->background;
+my $victim_pid = $victim->query_safe('SELECT pg_backend_pid()');
+kill 'KILL', $victim_pid or die "kill: $!";
+eval { $victim->quit; };
+$t->node->poll_query_until('postgres', 'SELECT 1', '1') or die 'no restart after the crash';
+$t->refused('SELECT snowflake_next();', '[3] after a crash, clock still +2 h: still held (W2, W3)', message => $JUMP);
+$t->set_clock_ms(0);
+$t->next_id('[6] after a hold and a crash, correcting the clock ends the hold');
+
+reset_clock($t, '[6] restarts');
+# Two clean restarts during a hold, the hold lasting longer than the tolerance.
+$t->set_clock_ms(7_200_000);
+$t->refused('SELECT snowflake_next();', '[6] clock +2 h', message => $JUMP);
+$t->restart;
+usleep(($TOL + 1000) * 1000);
+$t->restart;
+$t->refused('SELECT snowflake_next();', '[6] two restarts later: still held', message => $JUMP);
+$t->set_clock_ms(0);
+$t->next_id('[6] after two clean restarts during a hold, correcting the clock ends it');
+
+reset_clock($t, '[7]');
+# --- [7] Accepting while the clock is behind lowers nothing.
+$t->set_clock_ms(-600_000);
+is($t->query('SELECT snowflake_accept_clock()'), '0', '[7] accept with the clock 10 min back: the trusted time moves 0 ms');
+$t->set_clock_ms(0);
+$t->next_id('[7] the correction after that accept is no jump (W6)');
+
+reset_clock($t, '[9]');
+# --- [9] Refusals during a hold: every client gets the full error, the
+# --- server log one entry per streak, and its end with a count.
+$t->set_clock_ms(7_200_000);
+$log_at = -s $t->node->logfile;
+my ($ret, $out, $err) = $t->node->psql('postgres',
+	join('', map { "SELECT snowflake_next();\n" } 1 .. 30), on_error_stop => 0);
+my $client_errors = () = $err =~ /refused: the system clock jumped/g;
+is($client_errors, 30, '[9] 30 calls during a hold: 30 errors reach the client');
+is(log_count($t, qr/ERROR:  snowflake_next\(\) refused: the system clock jumped/, $log_at), 1,
+	'[9] the server log has the first of them only');
+$t->set_clock_ms(0);
+$t->next_id('[9] clock back');
+is(log_count($t, qr/issues IDs again after 30 refused calls in a row/, $log_at), 1,
+	'[9] the end of the streak is logged with its count');
+
+reset_clock($t, '[10] raise');
+# --- [10] Raising the setting during a hold does not say "came back".
+$t->set_clock_ms(20_000);
+$t->refused('SELECT snowflake_next();', '[10] clock +20 s: held', message => $JUMP);
+$log_at = -s $t->node->logfile;
+$t->query("ALTER SYSTEM SET snowflake.max_clock_jump_ms = 60000; SELECT pg_reload_conf();");
+$t->node->poll_query_until('postgres', "SELECT current_setting('snowflake.max_clock_jump_ms') = '1min'")
+  or die 'reload';
+$t->next_id('[10] the tolerance raised above the lead: generation resumes');
+is(log_count($t, qr/came back/, $log_at), 0, '[10] no "came back" while the clock is still ahead');
+is(log_count($t, qr/snowflake\.max_clock_jump_ms was raised to 60000 ms, above the clock's \d+ ms lead/, $log_at), 1,
+	'[10] the WARNING says the setting was raised');
+$t->query("ALTER SYSTEM RESET snowflake.max_clock_jump_ms; ALTER SYSTEM SET snowflake.max_clock_jump_ms = $TOL; SELECT pg_reload_conf();");
+$t->node->poll_query_until('postgres', "SELECT current_setting('snowflake.max_clock_jump_ms') = '5s'") or die 'reload';
+
+reset_clock($t, '[8]');
+# --- [8] A wait notices the clock coming back.
+$t->next_id('before the step back');
+$t->set_clock_ms(-20_000);
+my $bg = $t->background;
+$bg->query_until(qr/go/, "\\echo go\nSET snowflake.max_wait_ms = 60000; SELECT snowflake_next();\n");
+usleep(500_000);
+my $fixed_at = now_ms();
+$t->set_clock_ms(0);
+my $waited = $bg->query_safe('SELECT 1');
+$bg->quit;
+$t->next_id('after the wait');
+cmp_ok(now_ms() - $fixed_at, '<', 10_000, '[8] the wait ended soon after the clock came back, not 20 s later');
+
+# --- [11] One clock read per call in the common case.
+my $reads = $t->query(q{
+SELECT current_setting('snowflake.debug_clock_reads')::bigint AS before \gset
+SELECT count(snowflake_next()) FROM (SELECT generate_series(1, 20000)) s \gset
+SELECT current_setting('snowflake.debug_clock_reads')::bigint - :before});
+cmp_ok($reads, '>=', 20000, '[11] the counter counts every read');
+cmp_ok($reads, '<=', 20000 * 1.05, '[11] 20000 calls read the clocks at most 1.05 times per call');
+
+reset_clock($t, '[10] last_id');
+# --- [10] A slot that only refused shows no last_id.
+$t->set_clock_ms(-600_000);
+$t->refused("SET snowflake.datacenter_id = 9; SELECT snowflake_next();", '[10] datacenter 9, clock behind',
+	message => qr/behind the IDs already issued/);
+is($t->query('SELECT last_id IS NULL, last_ts IS NULL, refusals FROM snowflake_status() WHERE datacenter_id = 9'),
+	't|t|1', '[10] a slot that only refused shows no last_id');
+
+# --- [10] A clock before the epoch by 1 ms, and one in 2300.
+my $epoch = $SnowflakeTest::EPOCH_UNIX_MS;
+$t->freeze_clock_ms($epoch - 1);
+$r = $t->refused('SELECT snowflake_next();', 'clock 1 ms before the epoch',
+	message => qr/refused: the system clock is before the Snowflake epoch/);
+like($r->{detail}, qr/reads 1 ms before the epoch/, 'the detail says 1 ms');
+$t->query("ALTER SYSTEM SET snowflake.max_clock_jump_ms = 0; SELECT pg_reload_conf();");
+$t->node->poll_query_until('postgres', "SELECT current_setting('snowflake.max_clock_jump_ms') = '0'") or die 'reload';
+$t->freeze_clock_ms(10_413_792_000_000);    # 2300-01-01
+$r = $t->refused('SELECT snowflake_next();', '[10] clock in 2300, watch off', sqlstate => '22003',
+	message => qr/would pass the last one a Snowflake ID can hold/);
+$t->query("ALTER SYSTEM RESET snowflake.max_clock_jump_ms; SELECT pg_reload_conf();");
+$t->set_clock_ms(0);
+
+$t->summary;
+$t->stop;
+done_testing();
