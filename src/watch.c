@@ -198,8 +198,12 @@ sf_watch_look(int64 wall_ns, int64 *held_ms, bool generating)
 		return SF_WATCH_RELEASED;
 	}
 
-	/* Trusted: calls up to here need no look (the trusted time only grows). */
-	sf_watch_raise_ok(Max(wall_ns, boot + base + Min(tol_ms, SF_WATCH_FAST_MS) * SF_NS_PER_MS));
+	/*
+	 * Trusted: calls up to here need no look (the trusted time only grows).
+	 * Not before the watch arms: the first generating call must look.
+	 */
+	if (likely(pg_atomic_read_u32(&sf_shared->clock_armed) != 0))
+		sf_watch_raise_ok(Max(wall_ns, boot + base + Min(tol_ms, SF_WATCH_FAST_MS) * SF_NS_PER_MS));
 	return SF_WATCH_SAME;
 }
 
