@@ -382,11 +382,12 @@ sf_state_damaged(SnowflakeShared *shared, const char *fmt,...)
  * Load the state file into shared.  A missing file is a new cluster: the file
  * is created at once, so that every later copy of this data directory carries
  * its owner.  A damaged one stops generation; it is never rewritten.
- * Returns whether a file was read (*imgp holds it).
+ * Returns whether a file was read; *out holds it.
  */
 static bool
-sf_mark_load(SnowflakeShared *shared, SnowflakeStateImage *imgp)
+sf_mark_load(SnowflakeShared *shared, SnowflakeStateImage *out)
 {
+	SnowflakeStateImage img;
 	SnowflakeReadStatus st;
 	char		why[sizeof(shared->message)];
 
@@ -402,7 +403,7 @@ sf_mark_load(SnowflakeShared *shared, SnowflakeStateImage *imgp)
 	}
 	shared->owner = shared->self;
 
-	st = sf_statefile_read(imgp, why, sizeof(why));
+	st = sf_statefile_read(&img, why, sizeof(why));
 	if (st == SF_READ_DAMAGED)
 	{
 		sf_state_damaged(shared, "%s", why);
@@ -412,10 +413,10 @@ sf_mark_load(SnowflakeShared *shared, SnowflakeStateImage *imgp)
 	{
 		SnowflakeStateResult res;
 
-		memset(imgp, 0, sizeof(*imgp));
-		imgp->wall_unix_ms = sf_wall_unix_ms();
-		imgp->owner = shared->self;
-		res = sf_statefile_write(imgp);
+		memset(&img, 0, sizeof(img));
+		img.wall_unix_ms = sf_wall_unix_ms();
+		img.owner = shared->self;
+		res = sf_statefile_write(&img);
 		if (!res.ok)
 		{
 			const char *action;
@@ -432,28 +433,29 @@ sf_mark_load(SnowflakeShared *shared, SnowflakeStateImage *imgp)
 		return false;
 	}
 
-	shared->floor = imgp->mark;
-	shared->clock_seen = imgp->wall_unix_ms > 0 ? (uint64) imgp->wall_unix_ms : 0;
-	if (sf_identity_same(&imgp->owner, &shared->self))
+	shared->floor = img.mark;
+	shared->clock_seen = img.wall_unix_ms > 0 ? (uint64) img.wall_unix_ms : 0;
+	if (sf_identity_same(&img.owner, &shared->self))
 	{
 		/* The same directory: record its identity as this build reads it, at the next write. */
 		shared->owner = shared->self;
 	}
 	else
 	{
-		shared->owner = imgp->owner;
+		shared->owner = img.owner;
 		shared->copied = true;
 		ereport(WARNING,
 				(errmsg("snowflake state file \"%s\" was written by another data directory: this one is a copy, or was moved",
 						SF_STATE_FILE),
 				 errdetail("The file names data directory %s; this one is %s (inode:birth time).",
-						   sf_identity_text(&imgp->owner), sf_identity_text(&shared->self)),
+						   sf_identity_text(&img.owner), sf_identity_text(&shared->self)),
 				 errhint("snowflake_next() refuses until the node state is adopted; see the snowflake README, section Running a fleet.")));
 	}
 	ereport(LOG,
 			(errmsg("snowflake generation starts above " INT64_FORMAT " (Unix ms), from a %s",
-					(int64) imgp->mark + SF_EPOCH_UNIX_MS,
-					imgp->clean ? "clean shutdown" : "reservation")));
+					(int64) img.mark + SF_EPOCH_UNIX_MS,
+					img.clean ? "clean shutdown" : "reservation")));
+	*out = img;
 	return true;
 }
 

@@ -52,11 +52,27 @@ sub state_file_wall
 	return unpack('q<', substr($bytes, 24, 8));
 }
 
-my $t = SnowflakeTest->new('watch', clock => 'shim', restart_after_crash => 1,
-	conf => "snowflake.max_clock_jump_ms = $TOL\nsnowflake.reservation_ms = 1000");
-$t->start;
-$t->query('CREATE EXTENSION snowflake');
-$t->next_id('real time');
+# Each part from [2] on runs on a node of its own (machine n), so that a part
+# that fails on the old code (IDs issued hours ahead) leaves the next clean.
+my $nodes = 0;
+sub fresh
+{
+	my ($old, $what) = @_;
+	if ($old)
+	{
+		$old->set_clock_ms(0);
+		$old->stop;
+	}
+	$nodes++;
+	my $t = SnowflakeTest->new("watch$nodes", clock => 'shim', restart_after_crash => 1,
+		conf => "snowflake.max_clock_jump_ms = $TOL\nsnowflake.reservation_ms = 1000\nsnowflake.machine_id = $nodes");
+	$t->start;
+	$t->query('CREATE EXTENSION snowflake');
+	$t->next_id("a node of its own for $what");
+	return $t;
+}
+
+my $t = fresh(undef, '[12], [4], [1], [10]');
 
 # --- [12] The postmaster follows the shim: at clean shutdown it writes the
 # --- state file with the clock it reads.
@@ -106,7 +122,7 @@ like($r->{detail}, qr/more than snowflake\.max_clock_jump_ms \($TOL ms\) allows/
 $t->set_clock_ms(0);
 $t->next_id('[10] back');
 
-reset_clock($t, '[2]');
+$t = fresh($t, '[2]');
 # --- [2] A jump while PostgreSQL is down (same boot) is held at start.
 $t->stop;
 $t->set_clock_ms(7_200_000);
@@ -116,8 +132,13 @@ $t->refused('SELECT snowflake_next();', '[2] clock +2 h while the server was dow
 like(slurp_file($t->node->logfile), qr/jumped \d+ ms forward of the time trusted before this start \(same boot\)/,
 	'[2] the start says why');
 
-# --- [6], [3] A crash during the hold keeps it (the file never says "not
-# --- held" while the clock is ahead); correcting the clock ends it.
+# --- [6], [3] A crash during a hold (longer than the tolerance) keeps it (the
+# --- file never says "not held" while the clock is ahead); correcting the
+# --- clock ends it.
+$t = fresh($t, '[3], [6] crash');
+$t->set_clock_ms(7_200_000);
+$t->refused('SELECT snowflake_next();', '[3] clock +2 h', message => $JUMP);
+usleep(($TOL + 1000) * 1000);
 my $victim = $t->background;
 my $victim_pid = $victim->query_safe('SELECT pg_backend_pid()');
 kill 'KILL', $victim_pid or die "kill: $!";
@@ -127,10 +148,50 @@ $t->refused('SELECT snowflake_next();', '[3] after a crash, clock still +2 h: st
 $t->set_clock_ms(0);
 $t->next_id('[6] after a hold and a crash, correcting the clock ends the hold');
 
-reset_clock($t, '[6] restarts');
+# --- [3] Eight sessions calling while the clock jumps and comes back ten
+# --- times: one WARNING per beginning and one per end of a hold (no stale
+# --- reading ends a hold, or begins one).
+$t = fresh($t, '[3] sessions');
+$t->query('CREATE TABLE stop_flag (x int)');
+my @loops;
+for (1 .. 8)
+{
+	my $bg = $t->background;
+	$bg->query_until(qr/started/, q{\echo started
+DO $$ BEGIN
+  WHILE NOT EXISTS (SELECT 1 FROM stop_flag) LOOP
+    BEGIN PERFORM snowflake_next(); EXCEPTION WHEN object_not_in_prerequisite_state THEN NULL; END;
+  END LOOP;
+END $$;
+});
+	push @loops, $bg;
+}
+$log_at = -s $t->node->logfile;
+for my $episode (1 .. 10)
+{
+	$t->set_clock_ms(7_200_000);
+	$t->node->poll_query_until('postgres', 'SELECT bool_or(clock_held) FROM snowflake_status()') or die 'no hold';
+	usleep(200_000);
+	$t->set_clock_ms(0);
+	$t->node->poll_query_until('postgres', 'SELECT NOT bool_or(clock_held) FROM snowflake_status()') or die 'hold never ends';
+	usleep(200_000);
+}
+$t->query('INSERT INTO stop_flag VALUES (1)');
+$_->query('SELECT 1') for @loops;
+$_->quit for @loops;
+is(log_count($t, qr/WARNING:  snowflake: the system clock jumped \d+ ms forward, more than/, $log_at), 10,
+	'[3] 10 holds under 8 sessions: 10 WARNINGs that one began');
+is(log_count($t, qr/WARNING:  snowflake: the system clock came back/, $log_at), 10,
+	'[3] and 10 that one ended');
+
+$t = fresh($t, '[6] restarts');
 # Two clean restarts during a hold, the hold lasting longer than the tolerance.
 $t->set_clock_ms(7_200_000);
 $t->refused('SELECT snowflake_next();', '[6] clock +2 h', message => $JUMP);
+$t->node->poll_query_until('postgres', 'SELECT clock_held FROM snowflake_status() LIMIT 1') or die 'no hold';
+usleep(1_500_000);    # the hold is recorded (by the call, or the writer's next look)
+cmp_ok(state_file_wall($t), '<', now_ms() + $TOL + 1000,
+	'[2] during a hold, the state file is written with the trusted time, not the jumped clock (W2)');
 $t->restart;
 usleep(($TOL + 1000) * 1000);
 $t->restart;
@@ -138,14 +199,14 @@ $t->refused('SELECT snowflake_next();', '[6] two restarts later: still held', me
 $t->set_clock_ms(0);
 $t->next_id('[6] after two clean restarts during a hold, correcting the clock ends it');
 
-reset_clock($t, '[7]');
+$t = fresh($t, '[7]');
 # --- [7] Accepting while the clock is behind lowers nothing.
 $t->set_clock_ms(-600_000);
 is($t->query('SELECT snowflake_accept_clock()'), '0', '[7] accept with the clock 10 min back: the trusted time moves 0 ms');
 $t->set_clock_ms(0);
 $t->next_id('[7] the correction after that accept is no jump (W6)');
 
-reset_clock($t, '[9]');
+$t = fresh($t, '[9]');
 # --- [9] Refusals during a hold: every client gets the full error, the
 # --- server log one entry per streak, and its end with a count.
 $t->set_clock_ms(7_200_000);
@@ -161,7 +222,7 @@ $t->next_id('[9] clock back');
 is(log_count($t, qr/issues IDs again after 30 refused calls in a row/, $log_at), 1,
 	'[9] the end of the streak is logged with its count');
 
-reset_clock($t, '[10] raise');
+$t = fresh($t, '[10] raise');
 # --- [10] Raising the setting during a hold does not say "came back".
 $t->set_clock_ms(20_000);
 $t->refused('SELECT snowflake_next();', '[10] clock +20 s: held', message => $JUMP);
@@ -176,7 +237,7 @@ is(log_count($t, qr/snowflake\.max_clock_jump_ms was raised to 60000 ms, above t
 $t->query("ALTER SYSTEM RESET snowflake.max_clock_jump_ms; ALTER SYSTEM SET snowflake.max_clock_jump_ms = $TOL; SELECT pg_reload_conf();");
 $t->node->poll_query_until('postgres', "SELECT current_setting('snowflake.max_clock_jump_ms') = '5s'") or die 'reload';
 
-reset_clock($t, '[8]');
+$t = fresh($t, '[8]');
 # --- [8] A wait notices the clock coming back.
 $t->next_id('before the step back');
 $t->set_clock_ms(-20_000);
@@ -198,7 +259,7 @@ SELECT current_setting('snowflake.debug_clock_reads')::bigint - :before});
 cmp_ok($reads, '>=', 20000, '[11] the counter counts every read');
 cmp_ok($reads, '<=', 20000 * 1.05, '[11] 20000 calls read the clocks at most 1.05 times per call');
 
-reset_clock($t, '[10] last_id');
+$t = fresh($t, '[10] last_id');
 # --- [10] A slot that only refused shows no last_id.
 $t->set_clock_ms(-600_000);
 $t->refused("SET snowflake.datacenter_id = 9; SELECT snowflake_next();", '[10] datacenter 9, clock behind',
