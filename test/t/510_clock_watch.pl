@@ -252,18 +252,19 @@ $t->next_id('after the wait');
 cmp_ok(now_ms() - $fixed_at, '<', 10_000, '[8] the wait ended soon after the clock came back, not 20 s later');
 
 # --- [11] One clock read per call in the common case.
-my $reads = $t->query(q{
+my $reads = $t->run(q{
 SELECT current_setting('snowflake.debug_clock_reads')::bigint AS before \gset
 SELECT count(snowflake_next()) FROM (SELECT generate_series(1, 20000)) s \gset
-SELECT current_setting('snowflake.debug_clock_reads')::bigint - :before});
+SELECT current_setting('snowflake.debug_clock_reads')::bigint - :before})->{stdout};
+$reads = -1 unless defined $reads && $reads =~ /^\d+$/;
 cmp_ok($reads, '>=', 20000, '[11] the counter counts every read');
 cmp_ok($reads, '<=', 20000 * 1.05, '[11] 20000 calls read the clocks at most 1.05 times per call');
 
 $t = fresh($t, '[10] last_id');
 # --- [10] A slot that only refused shows no last_id.
-$t->set_clock_ms(-600_000);
-$t->refused("SET snowflake.datacenter_id = 9; SELECT snowflake_next();", '[10] datacenter 9, clock behind',
-	message => qr/behind the IDs already issued/);
+$t->set_clock_ms(7_200_000);
+$t->refused("SET snowflake.datacenter_id = 9; SELECT snowflake_next();", '[10] datacenter 9, clock +2 h',
+	message => $JUMP);
 is($t->query('SELECT last_id IS NULL, last_ts IS NULL, refusals FROM snowflake_status() WHERE datacenter_id = 9'),
 	't|t|1', '[10] a slot that only refused shows no last_id');
 
