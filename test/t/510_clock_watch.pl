@@ -57,7 +57,7 @@ sub state_file_wall
 my $nodes = 0;
 sub fresh
 {
-	my ($old, $what) = @_;
+	my ($old, $what, $conf) = @_;
 	if ($old)
 	{
 		$old->set_clock_ms(0);
@@ -65,7 +65,8 @@ sub fresh
 	}
 	$nodes++;
 	my $t = SnowflakeTest->new("watch$nodes", clock => 'shim', restart_after_crash => 1,
-		conf => "snowflake.max_clock_jump_ms = $TOL\nsnowflake.reservation_ms = 1000\nsnowflake.machine_id = $nodes");
+		conf => "snowflake.max_clock_jump_ms = $TOL\nsnowflake.reservation_ms = 1000\nsnowflake.machine_id = $nodes\n"
+		  . ($conf // ''));
 	$t->start;
 	$t->query('CREATE EXTENSION snowflake');
 	$t->next_id("a node of its own for $what");
@@ -281,6 +282,14 @@ $r = $t->refused('SELECT snowflake_next();', '[10] clock in 2300, watch off', sq
 	message => qr/would pass the last one a Snowflake ID can hold/);
 $t->query("ALTER SYSTEM RESET snowflake.max_clock_jump_ms; SELECT pg_reload_conf();");
 $t->set_clock_ms(0);
+
+# --- [2] With a large reservation_ms the writer still looks every second: a
+# --- jump with no call is seen (and recorded) at once.
+$t = fresh($t, '[2] writer', 'snowflake.reservation_ms = 600000');
+$log_at = -s $t->node->logfile;
+$t->set_clock_ms(7_200_000);
+ok($t->node->wait_for_log(qr/WARNING:  snowflake: the system clock jumped \d+ ms forward, more than/, $log_at),
+	'[2] reservation_ms 600000: the writer sees a jump without any call');
 
 $t->set_clock_ms(0);
 $t->stop;
