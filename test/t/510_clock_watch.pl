@@ -330,6 +330,19 @@ $f->refused('SELECT snowflake_next();', '[5] once armed, a jump is held', messag
 $f->set_clock_ms(0);
 $f->next_id('[5] back');
 
-$t->summary;
 $f->stop;
+
+# A fresh cluster started with a clock in 2000: after the Unix epoch, before
+# the Snowflake epoch (the watch must not arm there either).
+my $g = SnowflakeTest->new('fresh2000', clock => 'shim', conf => "snowflake.max_clock_jump_ms = $TOL");
+$g->freeze_clock_ms(946_684_800_000);    # 2000-01-01
+$g->start;
+$g->query('CREATE EXTENSION snowflake');
+$g->refused('SELECT snowflake_next();', '[5] a fresh cluster started with a clock in 2000',
+	message => qr/before the Snowflake epoch/);
+$g->set_clock_ms(0);
+$g->next_id('[5] its correction is no jump');
+
+$t->summary;
+$g->stop;
 done_testing();
