@@ -27,14 +27,26 @@
 /* The last stretch before the target is spun, so that no wake-up is late. */
 #define SF_SPIN_NS			INT64CONST(20000)
 
+/* A wait looks at the wall clock at least this often: it may step. */
+#define SF_WAIT_LOOK_MS		100
+
 static bool sf_timerslack_set = false;
 
+/* Clock reads (wall and boot) by this backend; a test counts them per call. */
+uint64		sf_clock_reads = 0;
+
+/* The wall clock, ns since the Unix epoch; saturated past 2262 (int64 ns). */
 int64
 sf_wall_ns(void)
 {
 	struct timespec ts;
 
+	sf_clock_reads++;
 	clock_gettime(CLOCK_REALTIME, &ts);
+	if (unlikely(ts.tv_sec >= PG_INT64_MAX / INT64CONST(1000000000)))
+		return PG_INT64_MAX;
+	if (unlikely(ts.tv_sec <= PG_INT64_MIN / INT64CONST(1000000000)))
+		return PG_INT64_MIN + INT64CONST(1000000000);
 	return (int64) ts.tv_sec * INT64CONST(1000000000) + ts.tv_nsec;
 }
 
@@ -59,6 +71,7 @@ sf_boot_ns(void)
 {
 	struct timespec ts;
 
+	sf_clock_reads++;
 	clock_gettime(CLOCK_BOOTTIME, &ts);
 	return (int64) ts.tv_sec * INT64CONST(1000000000) + ts.tv_nsec;
 }
@@ -84,6 +97,8 @@ sf_short_sleep(int64 ns)
  * Sleep until the wall clock reaches target_ns.  Returns false, at once, when
  * that cannot happen before deadline_ns (monotonic).  Ends on cancel,
  * statement timeout and postmaster death (CHECK_FOR_INTERRUPTS, the latch).
+ * The clock is read again at least every SF_WAIT_LOOK_MS: a clock stepped
+ * forward (corrected, or jumped) ends the wait then, not at its computed end.
  */
 bool
 sf_sleep_until(int64 target_ns, int64 deadline_ns)
@@ -104,7 +119,7 @@ sf_sleep_until(int64 target_ns, int64 deadline_ns)
 		{
 			(void) WaitLatch(MyLatch,
 							 WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-							 (long) (need / SF_NS_PER_MS) - 1,
+							 Min((long) (need / SF_NS_PER_MS) - 1, SF_WAIT_LOOK_MS),
 							 PG_WAIT_EXTENSION);
 			ResetLatch(MyLatch);
 		}

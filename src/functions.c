@@ -266,6 +266,7 @@ snowflake_status(PG_FUNCTION_ARGS)
 		bool		nulls[SF_STATUS_COLS] = {0};
 		uint64		word;
 		int64		id;
+		bool		unused;
 
 		if (pg_atomic_read_u32(&slot->used) == 0 &&
 			pg_atomic_read_u64(&slot->refusals) == 0)
@@ -274,11 +275,14 @@ snowflake_status(PG_FUNCTION_ARGS)
 		word = pg_atomic_read_u64(&slot->word);
 		id = sf_word_to_id(word, node);
 
-		values[0] = Int32GetDatum(sf_id_datacenter(id));
-		values[1] = Int32GetDatum(sf_id_machine(id));
+		values[0] = Int32GetDatum(node / (int) (SF_MAX_MACHINE + 1));
+		values[1] = Int32GetDatum(node % (int) (SF_MAX_MACHINE + 1));
 		values[2] = Int64GetDatum(id);
 		values[3] = TimestampTzGetDatum(sf_unix_ms_to_timestamptz(sf_id_tick(id) + SF_EPOCH_UNIX_MS));
 		values[4] = Int32GetDatum(sf_id_sequence(id));
+		/* A slot that only refused since start-up issued no ID: no last ID to show. */
+		unused = pg_atomic_read_u32(&slot->used) == 0;
+		nulls[2] = nulls[3] = nulls[4] = unused;
 		values[5] = Int64GetDatum((int64) pg_atomic_read_u64(&slot->rollbacks));
 		values[6] = Int64GetDatum((int64) pg_atomic_read_u64(&slot->max_rollback));
 		values[7] = Int64GetDatum((int64) pg_atomic_read_u64(&slot->waits));
@@ -288,6 +292,7 @@ snowflake_status(PG_FUNCTION_ARGS)
 		if (natts > 10)
 		{
 			values[10] = Int64GetDatum(now_ms - (sf_id_tick(id) + SF_EPOCH_UNIX_MS));
+			nulls[10] = unused;
 			values[11] = Int64GetDatum((int64) pg_atomic_read_u64(&sf_shared->clock_max_jump));
 			values[12] = BoolGetDatum(pg_atomic_read_u64(&sf_shared->clock_held) != 0);
 		}

@@ -84,6 +84,9 @@ sf_check_can_generate(const char *caller)
 						 "remove the file and start the server.")));
 }
 
+/* Set just before a repeated refusal's ERROR: snowflake.c's emit_log_hook keeps it out of the server log. */
+bool		sf_quiet_error = false;
+
 #define SF_DC(node)		((node) / (int) (SF_MAX_MACHINE + 1))
 #define SF_MC(node)		((node) % (int) (SF_MAX_MACHINE + 1))
 
@@ -136,14 +139,24 @@ sf_note_clock(SnowflakeSlot *slot, int node, uint64 seen, int64 now_ms)
 static void
 sf_count_refusal(SnowflakeSlot *slot, int node, const char *why)
 {
+	uint32		streak;
+
 	pg_atomic_fetch_add_u64(&slot->refusals, 1);
-	if (pg_atomic_fetch_add_u32(&slot->refusal_streak, 1) + 1 == SF_REFUSAL_STREAK)
+	streak = pg_atomic_fetch_add_u32(&slot->refusal_streak, 1) + 1;
+
+	/*
+	 * The first refusal of a streak reaches the server log in full; the
+	 * others reach only their client (snowflake.c's emit_log_hook), and the
+	 * streak's end says how many there were.
+	 */
+	sf_quiet_error = streak > 1;
+	if (streak == SF_REFUSAL_STREAK)
 		ereport(WARNING,
 				(errmsg("snowflake: %d calls in a row refused for datacenter %d, machine %d, the last because %s",
 						SF_REFUSAL_STREAK, SF_DC(node), SF_MC(node), why)));
 }
 
-/* An ID was issued: end a streak of refusals (one WARNING if it made one). */
+/* An ID was issued: end a streak of refusals (one WARNING with the count, if more than one). */
 static inline void
 sf_end_refusals(SnowflakeSlot *slot, int node)
 {
@@ -152,7 +165,7 @@ sf_end_refusals(SnowflakeSlot *slot, int node)
 	if (likely(pg_atomic_read_u32(&slot->refusal_streak) == 0))
 		return;
 	streak = pg_atomic_exchange_u32(&slot->refusal_streak, 0);
-	if (streak >= SF_REFUSAL_STREAK)
+	if (streak > 1)
 		ereport(WARNING,
 				(errmsg("snowflake: datacenter %d, machine %d issues IDs again after %u refused calls in a row",
 						SF_DC(node), SF_MC(node), streak)));
@@ -166,7 +179,8 @@ sf_refuse_jump(SnowflakeSlot *slot, int node, int64 held_ms, const char *caller)
 	ereport(ERROR,
 			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 			 errmsg("%s refused: the system clock jumped %lld ms forward", caller, (long long) held_ms),
-			 errdetail("The wall clock moved %lld ms further than the boot clock, more than snowflake.max_clock_jump_ms (%d ms) allows; "
+			 errdetail("The wall clock is %lld ms ahead of the time trusted (the boot clock plus the wall clock's offset from it when it was last trusted), "
+					   "more than snowflake.max_clock_jump_ms (%d ms) allows; "
 					   "no ID is issued at the new time, and none is reserved beyond the old one, until the clock comes back "
 					   "or the new time is accepted.",
 					   (long long) held_ms, sf_max_clock_jump_ms),
@@ -264,7 +278,7 @@ sf_reserve(int node, int64 count, const char *caller)
 		now_tick = now_ms - SF_EPOCH_UNIX_MS;
 
 		/* A clock that jumped forward is held: nothing at the new time. */
-		if (unlikely(sf_watch_look(now_ns, &held_ms) != SF_WATCH_SAME))
+		if (unlikely(sf_watch_check(now_ns, &held_ms) != SF_WATCH_SAME))
 			sf_mark_record_hold(false);
 		if (unlikely(held_ms != 0))
 			sf_refuse_jump(slot, node, held_ms, caller);

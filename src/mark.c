@@ -29,6 +29,10 @@
 #define SF_AHEAD_MAX_MS		60000
 /* A writer retries a failed write after this long. */
 #define SF_RETRY_MS			100
+/* The writer looks at the clock at least this often. */
+#define SF_WATCH_LOOK_MS	1000
+
+static long sf_mark_writer_look(void);
 
 /* Backend-local: the mark at which this backend last woke the writer. */
 static uint64 sf_woke_writer_at = PG_UINT64_MAX;
@@ -80,8 +84,7 @@ sf_issued_high(void)
 static void
 sf_mark_clock(SnowflakeStateImage *img)
 {
-	img->wall_unix_ms = sf_watch_trusted_ms();
-	img->held = pg_atomic_read_u64(&sf_shared->clock_held) != 0;
+	sf_watch_image(img);
 }
 
 /* Report a failed write of the state file at elevel, with a detail. */
@@ -191,6 +194,15 @@ sf_mark_target(int64 need_tick)
 long
 sf_mark_writer_step(void)
 {
+	long		sleep_ms = sf_mark_writer_look();
+
+	/* The clock watch is looked at every second whatever the window (W3). */
+	return Min(sleep_ms, SF_WATCH_LOOK_MS);
+}
+
+static long
+sf_mark_writer_look(void)
+{
 	int64		high;
 	int64		reserved;
 	int64		target;
@@ -201,7 +213,7 @@ sf_mark_writer_step(void)
 	 * Record a hold, or its end, that the state file does not say yet (a
 	 * caller that saw it first could not take the lock).
 	 */
-	(void) sf_watch_look(sf_wall_ns(), &held_ms);
+	(void) sf_watch_look(sf_wall_ns(), &held_ms, false);
 	if ((pg_atomic_read_u64(&sf_shared->clock_held) != 0) !=
 		(pg_atomic_read_u32(&sf_shared->clock_held_recorded) != 0))
 		sf_mark_record_hold(true);
@@ -370,10 +382,10 @@ sf_state_damaged(SnowflakeShared *shared, const char *fmt,...)
  * Load the state file into shared.  A missing file is a new cluster: the file
  * is created at once, so that every later copy of this data directory carries
  * its owner.  A damaged one stops generation; it is never rewritten.
- * Returns whether the file records generation held for a clock jump.
+ * Returns whether a file was read; *out holds it.
  */
 static bool
-sf_mark_load(SnowflakeShared *shared)
+sf_mark_load(SnowflakeShared *shared, SnowflakeStateImage *out)
 {
 	SnowflakeStateImage img;
 	SnowflakeReadStatus st;
@@ -443,7 +455,8 @@ sf_mark_load(SnowflakeShared *shared)
 			(errmsg("snowflake generation starts above " INT64_FORMAT " (Unix ms), from a %s",
 					(int64) img.mark + SF_EPOCH_UNIX_MS,
 					img.clean ? "clean shutdown" : "reservation")));
-	return img.held;
+	*out = img;
+	return true;
 }
 
 /*
@@ -455,11 +468,13 @@ void
 sf_mark_startup(SnowflakeShared *shared)
 {
 	uint64		start_word;
-	bool		held;
+	SnowflakeStateImage img;
+	bool		found;
 
-	held = sf_mark_load(shared);
+	memset(&img, 0, sizeof(img));
+	found = sf_mark_load(shared, &img);
 	pg_atomic_write_u64(&shared->reserved, shared->floor);
-	sf_watch_startup(shared, held, (int64) shared->clock_seen);
+	sf_watch_startup(shared, found, &img);
 
 	/* The next ID of every node lies in the first ms after the mark. */
 	start_word = SF_WORD(shared->floor, SF_MAX_SEQUENCE);

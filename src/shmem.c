@@ -59,6 +59,9 @@ sf_shmem_init(void)
 	pg_atomic_init_u64(&sf_shared->caller_writes, 0);
 	pg_atomic_init_u32(&sf_shared->fail_errno, 0);
 	pg_atomic_init_u32(&sf_shared->fail_step, 0);
+	pg_atomic_init_u64(&sf_shared->clock_ok_until, (uint64) PG_INT64_MIN);
+	pg_atomic_init_u32(&sf_shared->clock_armed, 0);
+	pg_atomic_init_u32(&sf_shared->clock_held_tol, 0);
 	pg_atomic_init_u64(&sf_shared->clock_base, 0);
 	pg_atomic_init_u64(&sf_shared->clock_held, 0);
 	pg_atomic_init_u64(&sf_shared->clock_max_jump, 0);

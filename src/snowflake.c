@@ -34,10 +34,42 @@ char	   *sf_registry_role = NULL;
 int			sf_registry_lease_ms = 300000;
 int			sf_max_clock_jump_ms = SF_MAX_CLOCK_JUMP_DEFAULT;
 
+static int	sf_debug_clock_reads = 0;	/* shown by its hook, never set */
+
+static emit_log_hook_type prev_emit_log_hook = NULL;
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 
 void		_PG_init(void);
+
+/*
+ * A repeated refusal in a streak (generator.c sets sf_quiet_error just
+ * before it) reaches its client in full and stays out of the server log: a
+ * held or behind clock must not flood the log.  The streak's first refusal
+ * and its end (with the count) are logged.
+ */
+static void
+sf_emit_log(ErrorData *edata)
+{
+	if (sf_quiet_error && edata->elevel >= ERROR)
+	{
+		sf_quiet_error = false;
+		if (edata->elevel == ERROR)
+			edata->output_to_server = false;
+	}
+	if (prev_emit_log_hook)
+		prev_emit_log_hook(edata);
+}
+
+/* SHOW snowflake.debug_clock_reads: this backend's clock reads, for tests. */
+static const char *
+sf_show_clock_reads(void)
+{
+	static char buf[32];
+
+	snprintf(buf, sizeof(buf), UINT64_FORMAT, sf_clock_reads);
+	return buf;
+}
 
 /* Ask for our space and lock. */
 static void
@@ -80,6 +112,17 @@ sf_shmem_startup(void)
 void
 _PG_init(void)
 {
+	prev_emit_log_hook = emit_log_hook;
+	emit_log_hook = sf_emit_log;
+
+	DefineCustomIntVariable("snowflake.debug_clock_reads",
+							"Clock reads (wall and boot clock) by this session so far; read-only, for tests.",
+							NULL,
+							&sf_debug_clock_reads,
+							0, 0, INT_MAX,
+							PGC_INTERNAL, GUC_NO_SHOW_ALL | GUC_NOT_IN_SAMPLE | GUC_DISALLOW_IN_FILE,
+							NULL, NULL, sf_show_clock_reads);
+
 	DefineCustomIntVariable("snowflake.datacenter_id",
 							"Datacenter id (0..31) of this server's node; -1 means unset.",
 							"snowflake_next() refuses while it is unset.",

@@ -40,7 +40,8 @@
  *   afterwards.  owner and copied change only under the lock (adoption);
  *   copied is read without it.
  * - Counters and the writer's timings are atomics, updated without a lock.
- * - The clock watch (clock_base, clock_held, clock_max_jump) and the episode
+ * - The clock watch (clock_base, clock_armed, clock_ok_until, clock_held,
+ *   clock_max_jump) and the episode
  *   flags of a slot (rolling_back, refusal_streak) are atomics: an episode's
  *   WARNING is written by the one process whose compare-and-swap starts or
  *   ends it, never under a lock.
@@ -145,10 +146,15 @@ typedef struct SnowflakeShared
 	void	   *volatile worker_latch;	/* the writer's latch, NULL when none runs */
 	char		pad3[PG_CACHE_LINE_SIZE];
 	/* The clock watch (watch.c): read on the hot path, written on changes. */
-	pg_atomic_uint64 clock_base;	/* trusted wall - boot clock, ns; 0: not yet */
-	pg_atomic_uint64 clock_held;	/* forward jump (ms) holding generation; 0: none */
-	pg_atomic_uint64 clock_max_jump;	/* largest forward step seen, ms */
+	pg_atomic_uint64 clock_ok_until;	/* wall ns (signed) up to which calls need no look */
+	pg_atomic_uint64 clock_base;	/* trusted wall - boot clock, ns (signed) */
+	pg_atomic_uint64 clock_held;	/* lead (ms) over the trusted time holding generation; 0: none */
+	pg_atomic_uint64 clock_max_jump;	/* largest lead over the trusted time seen, ms */
+	pg_atomic_uint32 clock_armed;	/* 0: the base still follows the clock up */
+	pg_atomic_uint32 clock_held_tol;	/* max_clock_jump_ms when the hold began */
 	pg_atomic_uint32 clock_held_recorded;	/* the state file records a hold (under lock) */
+	bool		has_boot_id;	/* boot_id is known (set at start-up) */
+	uint8		boot_id[16];	/* the kernel's boot_id at start-up */
 	char		pad4[PG_CACHE_LINE_SIZE];
 	SnowflakeSlotPadded slots[SF_NODE_COUNT];
 } SnowflakeShared;
@@ -161,6 +167,7 @@ extern bool sf_shmem_init(void);
 extern void sf_require_shared(const char *caller);
 
 /* clock.c */
+extern uint64 sf_clock_reads;	/* clock reads by this backend (SHOW snowflake.debug_clock_reads) */
 extern int64 sf_wall_ns(void);
 extern int64 sf_wall_unix_ms(void);
 extern int64 sf_mono_ns(void);
@@ -178,7 +185,14 @@ typedef struct SnowflakeStateImage
 	SnowflakeIdentity owner;
 	bool		clean;			/* written at clean shutdown: mark is the last ms */
 	bool		held;			/* generation held for a forward clock jump */
+	/* Version 3: the clock watch's trusted offset, for a start on the same boot. */
+	bool		clock_armed;	/* clock_base_ns is trusted (the watch armed) */
+	int64		clock_base_ns;	/* trusted wall - boot clock, ns */
+	bool		has_boot_id;
+	uint8		boot_id[16];	/* the kernel's boot_id when written */
 } SnowflakeStateImage;
+
+#define SF_BOOT_ID_LEN		16
 
 typedef enum SnowflakeReadStatus
 {
@@ -246,15 +260,32 @@ typedef enum SnowflakeWatchEvent
 	SF_WATCH_RELEASED			/* this look ended one: the clock came back */
 } SnowflakeWatchEvent;
 
-extern SnowflakeWatchEvent sf_watch_look(int64 wall_ns, int64 *held_ms);
+extern SnowflakeWatchEvent sf_watch_look(int64 wall_ns, int64 *held_ms, bool generating);
+extern void sf_watch_image(SnowflakeStateImage *img);
 extern int64 sf_watch_trusted_ms(void);
 extern int64 sf_watch_accept(void);
-extern void sf_watch_startup(SnowflakeShared *shared, bool held, int64 clock_seen_ms);
+extern void sf_watch_startup(SnowflakeShared *shared, bool found, const SnowflakeStateImage *img);
+
+/*
+ * The generator's look: a wall clock reading at or below clock_ok_until (a
+ * time a look found trusted) needs nothing more; otherwise a full look.
+ */
+static inline SnowflakeWatchEvent
+sf_watch_check(int64 wall_ns, int64 *held_ms)
+{
+	if (likely(wall_ns <= (int64) pg_atomic_read_u64(&sf_shared->clock_ok_until)))
+	{
+		*held_ms = 0;
+		return SF_WATCH_SAME;
+	}
+	return sf_watch_look(wall_ns, held_ms, true);
+}
 
 /* mark.c, for the watch's episodes: record a hold (or its end) in the state file */
 extern void sf_mark_record_hold(bool wait);
 
 /* generator.c */
+extern bool sf_quiet_error;		/* the next ERROR stays out of the server log */
 extern uint64 sf_reserve(int node, int64 count, const char *caller);
 extern int	sf_current_node(const char *caller);
 

@@ -29,13 +29,40 @@
 #include "snowflake.h"
 
 #define SF_STATE_MAGIC		0x534E4F57	/* "SNOW" */
-#define SF_STATE_VERSION	2
+#define SF_STATE_VERSION	3
 #define SF_STATE_CLEAN		0x1			/* written at clean shutdown */
 #define SF_STATE_BTIME		0x2			/* owner_btime_* are known */
 #define SF_STATE_HELD		0x4			/* generation held for a forward clock jump */
+#define SF_STATE_ARMED		0x8			/* v3: clock_base_ns is the watch's trusted offset */
+#define SF_STATE_BOOT_ID	0x10		/* v3: boot_id is known */
 
-/* Version 2 on disk: fixed size, no padding, CRC-32C over everything before crc. */
+/*
+ * Version 3 on disk: version 2 with the clock watch's fields appended before
+ * the crc (the kernel's boot_id and the trusted wall - boot offset).  Fixed
+ * size, no padding, CRC-32C over everything before crc.
+ */
 typedef struct SnowflakeStateFile
+{
+	uint32		magic;
+	uint32		version;
+	uint64		system_identifier;
+	uint64		mark;			/* tick: no ID with a later ms was issued */
+	int64		wall_unix_ms;	/* wall clock when written */
+	uint64		owner_ino;		/* the data directory that owns the node state */
+	int64		owner_btime_sec;
+	uint32		owner_btime_nsec;
+	uint32		flags;
+	uint64		owner_dev;		/* informational only: changes across remounts */
+	uint8		boot_id[16];	/* the kernel's boot_id when written (SF_STATE_BOOT_ID) */
+	int64		clock_base_ns;	/* the clock watch's trusted wall - boot offset, ns */
+	pg_crc32c	crc;
+	uint32		pad;			/* zero */
+} SnowflakeStateFile;
+
+StaticAssertDecl(sizeof(SnowflakeStateFile) == 96, "state file layout must not have padding");
+
+/* Version 2 (snowflake 1.2): read, never written. */
+typedef struct SnowflakeStateFileV2
 {
 	uint32		magic;
 	uint32		version;
@@ -49,9 +76,9 @@ typedef struct SnowflakeStateFile
 	uint64		owner_dev;		/* informational only: changes across remounts */
 	pg_crc32c	crc;
 	uint32		pad;			/* zero */
-} SnowflakeStateFile;
+} SnowflakeStateFileV2;
 
-StaticAssertDecl(sizeof(SnowflakeStateFile) == 72, "state file layout must not have padding");
+StaticAssertDecl(sizeof(SnowflakeStateFileV2) == 72, "version 2 layout must not have padding");
 
 /* Version 1 (snowflake 1.0, 1.1): read, never written. */
 typedef struct SnowflakeStateFileV1
@@ -193,6 +220,28 @@ sf_statefile_read(SnowflakeStateImage *img, char *why, size_t whylen)
 		img->owner.has_btime = (file.flags & SF_STATE_BTIME) != 0;
 		img->owner.btime_sec = file.owner_btime_sec;
 		img->owner.btime_nsec = file.owner_btime_nsec;
+		img->clock_armed = (file.flags & SF_STATE_ARMED) != 0;
+		img->clock_base_ns = file.clock_base_ns;
+		img->has_boot_id = (file.flags & SF_STATE_BOOT_ID) != 0;
+		memcpy(img->boot_id, file.boot_id, sizeof(img->boot_id));
+	}
+	else if (version == 2 && len == sizeof(SnowflakeStateFileV2))
+	{
+		SnowflakeStateFileV2 file;
+
+		memcpy(&file, buf, sizeof(file));
+		if (!EQ_CRC32C(file.crc, sf_crc(&file, offsetof(SnowflakeStateFileV2, crc))))
+			return sf_damaged(why, whylen, "Its checksum does not match its contents.");
+		sysid = file.system_identifier;
+		img->mark = file.mark;
+		img->wall_unix_ms = file.wall_unix_ms;
+		img->clean = (file.flags & SF_STATE_CLEAN) != 0;
+		img->held = (file.flags & SF_STATE_HELD) != 0;
+		img->owner.ino = file.owner_ino;
+		img->owner.dev = file.owner_dev;
+		img->owner.has_btime = (file.flags & SF_STATE_BTIME) != 0;
+		img->owner.btime_sec = file.owner_btime_sec;
+		img->owner.btime_nsec = file.owner_btime_nsec;
 	}
 	else if (version == 1 && len == sizeof(SnowflakeStateFileV1))
 	{
@@ -209,12 +258,13 @@ sf_statefile_read(SnowflakeStateImage *img, char *why, size_t whylen)
 		img->owner.ino = file.owner_ino;
 		img->owner.dev = file.owner_dev;
 	}
-	else if (version != 1 && version != SF_STATE_VERSION)
-		return sf_damaged(why, whylen, "It has version %u; this build reads versions 1 and %d.",
+	else if (version < 1 || version > SF_STATE_VERSION)
+		return sf_damaged(why, whylen, "It has version %u; this build reads versions 1 to %d.",
 						  version, SF_STATE_VERSION);
 	else
 		return sf_damaged(why, whylen, "It is %zd bytes long, expected %zu for version %u.", len,
-						  version == 1 ? sizeof(SnowflakeStateFileV1) : sizeof(SnowflakeStateFile), version);
+						  version == 1 ? sizeof(SnowflakeStateFileV1) :
+						  version == 2 ? sizeof(SnowflakeStateFileV2) : sizeof(SnowflakeStateFile), version);
 
 	if (sysid != GetSystemIdentifier())
 		return sf_damaged(why, whylen, "It belongs to database system " UINT64_FORMAT ", not to this one (" UINT64_FORMAT ").",
@@ -263,6 +313,14 @@ sf_statefile_write(const SnowflakeStateImage *img)
 	}
 	if (img->held)
 		file.flags |= SF_STATE_HELD;
+	if (img->clock_armed)
+		file.flags |= SF_STATE_ARMED;
+	if (img->has_boot_id)
+	{
+		file.flags |= SF_STATE_BOOT_ID;
+		memcpy(file.boot_id, img->boot_id, sizeof(file.boot_id));
+	}
+	file.clock_base_ns = img->clock_base_ns;
 	if (img->clean)
 		file.flags |= SF_STATE_CLEAN;
 	file.crc = sf_crc(&file, offsetof(SnowflakeStateFile, crc));

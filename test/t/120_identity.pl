@@ -99,9 +99,9 @@ state_is('ok', 'version 1 state file of this directory');
 my $id = $t->next_id('version 1 state file: first ID');
 cmp_ok(id_unix_ms($id) - $SnowflakeTest::EPOCH_UNIX_MS, '>', $mark, 'the first ID lies above the version 1 mark');
 $t->stop;
-is(-s $file, 72, 'the next write made it a version 2 file');
+is(-s $file, 96, 'the next write made it a version 3 file');
 $t->start;
-state_is('ok', 'version 2 file written from a version 1 one');
+state_is('ok', 'version 3 file written from a version 1 one');
 $t->next_id('after the upgrade of the file');
 
 $t->summary;

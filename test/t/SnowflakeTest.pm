@@ -69,7 +69,10 @@ sub frozen_time
 =item SnowflakeTest->new($name, %params)
 
 Creates (initdb) a node preloading snowflake, datacenter 1, machine 1, and its
-faketime file at "+0".  Params: allows_streaming => 1; restart_after_crash => 1;
+faketime file at "+0".  Params: clock => 'shim' runs it under clockshim.c
+instead of libfaketime (every process follows the clock, the postmaster too:
+set_clock takes offsets, set_clock_ms and freeze_clock_ms exact values);
+allows_streaming => 1; restart_after_crash => 1;
 conf => 'extra postgresql.conf lines'; from_backup => [$primary_test, $backup]
 (a streaming standby made from a backup of another SnowflakeTest node);
 id_key => 'name' checks this node's IDs in one sequence with the IDs of the
@@ -107,6 +110,7 @@ snowflake.machine_id = 1
 		name => $name,
 		id_key => $params{id_key} // $name,
 		clock_file => File::Spec->rel2abs($node->basedir . '/faketime'),
+		shim => ($params{clock} // '') eq 'shim' ? clock_shim() : undef,
 	}, $class;
 	$self->set_clock('+0');
 	return $self;
@@ -126,12 +130,27 @@ sub set_env
 sub name     { return $_[0]->{name}; }
 sub data_dir { return $_[0]->{node}->data_dir; }
 
+# clockshim.c, built once per test script; returns the library's path.
+my $clock_shim_so;
+sub clock_shim
+{
+	return $clock_shim_so if defined $clock_shim_so;
+	my $so = PostgreSQL::Test::Utils::tempdir() . '/clockshim.so';
+	system('cc', '-shared', '-fPIC', '-O2', '-o', $so, "$FindBin::RealBin/clockshim.c", '-ldl') == 0
+	  or BAIL_OUT('could not build clockshim.c');
+	return $clock_shim_so = $so;
+}
+
 # The environment that fakes the wall clock of pg_ctl and the server, plus
 # what set_env() added (more preloaded libraries, their settings).
 sub _faketime_env
 {
 	my ($self) = @_;
 	my %extra = %{ $self->{env} // {} };
+	return (%extra,
+		LD_PRELOAD => join(' ', @{ $self->{preload} // [] }, $self->{shim}),
+		SF_CLOCK_SHIM_FILE => $self->{clock_file})
+	  if $self->{shim};
 	# Ours first: libfaketime wraps stat() too, and hands on to the next one.
 	my $preload = join ' ', @{ $self->{preload} // [] }, $FAKETIME_LIB;
 	return (
@@ -205,6 +224,13 @@ at its next time call.
 sub set_clock
 {
 	my ($self, $spec) = @_;
+	if ($self->{shim})
+	{
+		my %unit = ('' => 1000, s => 1000, ms => 1, m => 60_000, h => 3_600_000, d => 86_400_000);
+		$spec =~ /^([+-]?[0-9.]+)(ms|s|m|h|d|)$/
+		  or croak "clock shim: \"$spec\" is no offset";
+		return $self->set_clock_ms(int($1 * $unit{$2}));
+	}
 	my $tmp = "$self->{clock_file}.tmp";
 	open my $fh, '>', $tmp or croak "could not write $tmp: $!";
 	print $fh "$spec\n";
@@ -212,6 +238,35 @@ sub set_clock
 	rename $tmp, $self->{clock_file}
 	  or croak "could not rename $tmp: $!";
 	note "$self->{name}: clock set to \"$spec\"";
+	return;
+}
+
+=pod
+
+=item $t->set_clock_ms($ms), $t->freeze_clock_ms($unix_ms)
+
+Under the clock shim: every server process's wall clock becomes the real one
+plus $ms, or stands still at $unix_ms, from its next clock read.  The file is
+rewritten in place (each process maps it once), the value written twice so
+that a read during the write is retried.
+
+=cut
+
+sub set_clock_ms    { my ($self, $ms) = @_; return $self->_shim_write('O', $ms); }
+sub freeze_clock_ms { my ($self, $ms) = @_; return $self->_shim_write('F', $ms); }
+
+sub _shim_write
+{
+	my ($self, $mode, $ms) = @_;
+	croak 'not under the clock shim' unless $self->{shim};
+	my $line = sprintf("%s %+021d %+021d\n", $mode, $ms, $ms);
+	my $fh;
+	open($fh, '+<', $self->{clock_file}) or open($fh, '>', $self->{clock_file})
+	  or croak "could not write $self->{clock_file}: $!";
+	sysseek($fh, 0, 0);
+	syswrite($fh, $line) == length($line) or croak "could not write $self->{clock_file}: $!";
+	close $fh;
+	note "$self->{name}: clock shim $mode $ms";
 	return;
 }
 
