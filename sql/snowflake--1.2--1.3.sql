@@ -174,7 +174,7 @@ BEGIN
     until := t0 + lease;
     -- The most a genuine holder's row can carry: its lease's end (before now) plus max_lead_ms.
     highest := (extract(epoch FROM until) * 1000)::bigint
-               + current_setting('snowflake.max_lead_ms')::bigint;
+               + (SELECT s.setting::bigint FROM pg_catalog.pg_settings s WHERE s.name = 'snowflake.max_lead_ms');
 
     BEGIN
         EXECUTE format('SELECT owner, expires_at, high_water_ms FROM ONLY %s'
