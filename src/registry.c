@@ -507,8 +507,8 @@ sf_claimer_set(const char *name, const char *value)
 }
 
 /*
- * One claim or renewal, in its own transaction, with statement and lock
- * timeouts of a quarter of the lease; true only if the claim counted (it
+ * One claim or renewal, in its own transaction, with a lock timeout of a
+ * fifth of the lease and a statement timeout of a quarter; true only if the claim counted (it
  * committed before its lease ended).  On failure, *why is the reason
  * (palloc'd in the caller's context) and *edata_out the error, if any.
  */
@@ -522,7 +522,8 @@ sf_claim_once(char **why, ErrorData **edata_out)
 
 	*why = NULL;
 	*edata_out = NULL;
-	snprintf(timeout, sizeof(timeout), "%d", Max(sf_registry_lease_ms / 4, 250));
+	/* A lock wait ends first (lock_timeout), any other stall by the statement timeout. */
+	snprintf(timeout, sizeof(timeout), "%d", Max(sf_registry_lease_ms / 5, 200));
 	sf_claimer_set("lock_timeout", timeout);
 
 	SetCurrentStatementStartTimestamp();
