@@ -74,6 +74,7 @@ typedef struct SfPendingClaim
 	int64		until_ms;		/* claim: the lease's end, Unix ms */
 	int64		bound_ms;		/* claim: no ID beyond this Unix ms */
 	int64		carried_ms;		/* claim: lift above this Unix ms before commit, or -1 */
+	uint64		expect_bound;	/* claim: the bound when it was noted; a fence since voids it */
 } SfPendingClaim;
 
 /* Set while the registry worker runs its claim: snowflake_note_claim() may run then. */
@@ -174,11 +175,20 @@ sf_xact_callback(XactEvent event, void *arg)
 					pg_atomic_write_u64(&slot->claim_until, 0);
 				else if (c->until_ms > sf_wall_unix_ms())
 				{
-					/* A claim whose lease ended before its commit never counts. */
-					/* The bound first: a reader of the new lease sees its bound. */
-					pg_atomic_write_u64(&slot->claim_bound, (uint64) Max(c->bound_ms, 0));
-					pg_write_barrier();
-					pg_atomic_write_u64(&slot->claim_until, (uint64) Max(c->until_ms, 0));
+					uint64		expected = c->expect_bound;
+
+					/*
+					 * A claim whose lease ended before its commit never counts;
+					 * nor does one whose node a release fenced since it was
+					 * noted (the fence stands: the release records the last ID).
+					 * The bound first: a reader of the new lease sees its bound.
+					 */
+					if (pg_atomic_compare_exchange_u64(&slot->claim_bound, &expected,
+													   (uint64) Max(c->bound_ms, 0)))
+					{
+						pg_write_barrier();
+						pg_atomic_write_u64(&slot->claim_until, (uint64) Max(c->until_ms, 0));
+					}
 				}
 			}
 			sf_npending = 0;
@@ -339,6 +349,7 @@ snowflake_note_claim(PG_FUNCTION_ARGS)
 	claim.until_ms = Max(sf_timestamptz_to_unix_ms(until), 0);
 	claim.bound_ms = claim.until_ms + sf_max_lead_ms;
 	claim.carried_ms = -1;
+	claim.expect_bound = pg_atomic_read_u64(&sf_shared->slots[node].slot.claim_bound);
 
 	if (PG_NARGS() > 3 && !PG_ARGISNULL(3))
 	{
@@ -371,6 +382,7 @@ snowflake_note_release(PG_FUNCTION_ARGS)
 	SfPendingClaim claim = {0};
 	uint64		old;
 	int64		tick;
+	int64		bound;
 	int64		fence;
 
 	claim.subid = GetCurrentSubTransactionId();
@@ -379,8 +391,16 @@ snowflake_note_release(PG_FUNCTION_ARGS)
 
 	/* The fence: for good, until the next claim (a rollback keeps it). */
 	sf_pending_add(&claim);
-	fence = Min((int64) pg_atomic_read_u64(&slot->claim_bound),
-				SF_WORD_TICK(pg_atomic_read_u64(&slot->word)) + SF_EPOCH_UNIX_MS);
+	bound = (int64) pg_atomic_read_u64(&slot->claim_bound);
+	fence = Min(bound, SF_WORD_TICK(pg_atomic_read_u64(&slot->word)) + SF_EPOCH_UNIX_MS);
+
+	/*
+	 * Always a new value (a claim noted before compares the bound it saw at
+	 * commit, and must see it changed); one ms lower still stops every ID
+	 * past the sealed word below.
+	 */
+	if (fence == bound)
+		fence--;
 	pg_atomic_write_u64(&slot->claim_bound, (uint64) fence);
 
 	/*
@@ -608,6 +628,13 @@ sf_claim_once(char **why, ErrorData **edata_out)
 	{
 		*why = psprintf("the claim committed after its lease had ended (%lld ms ago): it does not count",
 						(long long) (sf_wall_unix_ms() - until_ms));
+		ok = false;
+	}
+	else if (ok && sf_datacenter_id >= 0 && sf_machine_id >= 0 &&
+			 (int64) pg_atomic_read_u64(&sf_shared->slots[sf_datacenter_id * (int) (SF_MAX_MACHINE + 1) +
+														  sf_machine_id].slot.claim_until) != until_ms)
+	{
+		*why = pstrdup("the claim committed, but a release of the node (or another claim) came between: it does not count");
 		ok = false;
 	}
 	return ok;

@@ -116,6 +116,32 @@ $a->next_refused('after a release rolled back to a savepoint',
 $a->query(claim_sql());
 cmp_ok($a->next_id('a new claim ends the fence'), '>', $last, 'above the last ID before the release');
 
+# --- Item 3: a claim that commits while a release of the node is under way never reopens its
+# fence.  The claim (a renewal) holds the row; the release fences, then waits for the row; the
+# claim commits; before the release commits, no ID may pass the ms the release will record.
+
+my $before_race = $a->next_id('before the race', claim_sql());
+my $claimer = $a->background;
+$claimer->query_safe("BEGIN;\n" . claim_sql());
+my $releaser = $a->background;
+$releaser->query_safe('BEGIN');
+$releaser->query_until(qr/releasing/,
+	"\\echo releasing\nSELECT public.snowflake_release_node('public.reg');\n");
+$a->wait_for_active('SELECT public.snowflake_release_node%', "wait_event_type = 'Lock'");
+$claimer->query_safe('COMMIT');
+$claimer->quit;
+my $race = $a->next_refused('while the release is under way, after a concurrent claim committed', '',
+	message => qr/refused: the ID would pass the bound of this server's registry claim/);
+$releaser->query_safe('COMMIT');
+$releaser->quit;
+my $released_ms = $a->query('SELECT high_water_ms FROM public.reg WHERE (datacenter_id, machine_id) = (1, 1)');
+foreach my $id ($before_race, @{ $race->{ids} })
+{
+	cmp_ok(SnowflakeTest::id_unix_ms($id), '<=', $released_ms, "the released row's high_water_ms covers ID $id");
+}
+$a->next_refused('after the release committed', '', message => qr/holds no current registry claim/);
+$a->query(claim_sql());
+
 # --- Item 4: rows no genuine holder could have written are refused, never applied.
 
 # The durable mark stays within an hour of the clock (ticks: ms since the Snowflake epoch).
