@@ -223,6 +223,14 @@ for my $case ([ 'CREATEROLE', 'ALTER ROLE claimer CREATEROLE', 'ALTER ROLE claim
 		"and claims again once it is gone");
 }
 
+# A database setting (its owner may make one) cannot stop the worker from claiming.
+$node->safe_psql('postgres', 'ALTER DATABASE postgres SET default_transaction_read_only = on');
+$node->restart;
+my $restarted = $node->safe_psql('postgres', 'SELECT now()');
+ok($node->poll_query_until('postgres', "SELECT max(claimed_at) > '$restarted' FROM public.snowflake_registry"),
+	'the worker claims in a database whose transactions default to read only');
+$node->safe_psql('postgres', 'SET default_transaction_read_only = off; ALTER DATABASE postgres RESET default_transaction_read_only');
+
 # --- Item 8: a locked registry ends the worker's claim by its lock timeout, with a log line.
 
 my $locker = $node->background_psql('postgres');
