@@ -178,6 +178,30 @@ $a->refused("SELECT public.snowflake_note_claim(1, 1, now() + interval '1 minute
 	'note_claim carrying the lowest bigint', sqlstate => '22003', message => qr/carried_ms must be between 0 and/);
 mark_near_clock('nor did a refused note_claim');
 
+# --- Lesser: two takeovers of one row through postgres_fdw at the same moment.  The remote side
+# runs REPEATABLE READ: the loser's raw serialization failure becomes a clear 40001.
+
+my ($host, $port) = ($a->node->host, $a->node->port);
+$a->query(qq{
+CREATE EXTENSION postgres_fdw;
+CREATE SERVER loop FOREIGN DATA WRAPPER postgres_fdw OPTIONS (host '$host', port '$port', dbname 'postgres');
+CREATE USER MAPPING FOR CURRENT_USER SERVER loop;
+CREATE FOREIGN TABLE public.freg (datacenter_id int, machine_id int, owner text, claimed_at timestamptz,
+    expires_at timestamptz, high_water_ms bigint) SERVER loop OPTIONS (schema_name 'public', table_name 'reg');
+});
+old_holder_row('old-holder-4', 0);
+my $first = $a->background;
+$first->query_safe("BEGIN;\nSELECT public.snowflake_claim_node('public.freg', '1 minute');");
+my $second = $a->background;
+$second->query_until(qr/claiming/, "\\echo claiming\nSELECT public.snowflake_claim_node('public.freg', '1 minute');\n");
+$a->wait_for_active('%', "wait_event_type = 'Lock'");
+$first->query_safe('COMMIT');
+$first->quit;
+$second->query('SELECT 1');
+like($second->{stderr}, qr/ERROR:\s+40001:\s+datacenter 1, machine 1 is being claimed by another server at this moment/,
+	'the second concurrent takeover fails with a clear 40001');
+$second->quit;
+
 $a->set_clock('+0');
 $a->stop;
 done_testing();
