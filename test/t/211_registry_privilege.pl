@@ -217,8 +217,8 @@ for my $case ([ 'CREATEROLE', 'ALTER ROLE claimer CREATEROLE', 'ALTER ROLE claim
 	my $offset = -s $node->logfile;
 	$node->safe_psql('postgres', $grant);
 	ok($node->wait_for_log($message, $offset), "the worker refuses a registry role with $what");
-	$node->safe_psql('postgres', $revoke);
 	$offset = -s $node->logfile;
+	$node->safe_psql('postgres', $revoke);
 	ok($node->wait_for_log(qr/snowflake claimed this server's node in registry "public.snowflake_registry" again/, $offset),
 		"and claims again once it is gone");
 }
@@ -238,9 +238,9 @@ $locker->query_safe('BEGIN; LOCK TABLE public.snowflake_registry IN ACCESS EXCLU
 my $offset = -s $node->logfile;
 ok($node->wait_for_log(qr/snowflake could not claim this server's node in registry "public.snowflake_registry": canceling statement due to lock timeout/, $offset),
 	'a claim stuck on a lock ends by its timeout and says so');
+$offset = -s $node->logfile;
 $locker->query_safe('ROLLBACK');
 $locker->quit;
-$offset = -s $node->logfile;
 ok($node->wait_for_log(qr/snowflake claimed this server's node in registry "public.snowflake_registry" again/, $offset),
 	'and the worker claims again once the lock is gone');
 
