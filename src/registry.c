@@ -609,6 +609,9 @@ sf_claim_once(char **why, ErrorData **edata_out)
 		PopActiveSnapshot();
 		CommitTransactionCommand();
 		disable_timeout(STATEMENT_TIMEOUT, false);
+		/* A timeout that fired during the commit cancels nothing now. */
+		if (get_timeout_indicator(STATEMENT_TIMEOUT, true))
+			QueryCancelPending = false;
 	}
 	PG_CATCH();
 	{
