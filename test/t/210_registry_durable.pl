@@ -89,9 +89,13 @@ cmp_ok(SnowflakeTest::detail_ms($res) // 0, '>=', 35000, 'the lift survived the 
 
 $a->set_clock('+90');
 my $last = $a->next_id('once the clock passed every carried mark', claim_sql());
+$a->set_clock('+70');    # 20 s behind this server's word
 old_holder_row('old-holder-3', -10000);
 $a->query(claim_sql());
-my $after = $a->next_id('after taking over a node whose mark lies 10 s below this server\'s word');
+$a->next_refused('after taking over a node whose mark lies 10 s below the clock, the clock 20 s behind this server\'s word',
+	'', message => $behind);
+$a->set_clock('+90');
+my $after = $a->next_id('once the clock is back', claim_sql());
 cmp_ok($after, '>', $last, 'the takeover did not move the word back');
 $a->restart;
 
