@@ -647,30 +647,33 @@ sf_claim_once(char **why, ErrorData **edata_out)
  * Log a failed round: at once when the reason changes, else at most once a
  * minute, saying how many rounds failed since the last line.
  */
+static char sf_failed_last[256] = "";
+static int64 sf_failed_logged_ns = 0;
+static int	sf_failed_suppressed = 0;
+
 static void
 sf_claim_log_failure(const char *why, ErrorData *edata)
 {
-	static char last[256] = "";
-	static int64 last_logged_ns = 0;
-	static int	suppressed = 0;
+	char	   *last = sf_failed_last;
 	const char *reason = why ? why : edata->message;
 	int64		now = sf_mono_ns();
 
-	if (strncmp(last, reason, sizeof(last) - 1) == 0 && last_logged_ns != 0 &&
-		now - last_logged_ns < (int64) 60000 * SF_NS_PER_MS)
+	if (strncmp(last, reason, sizeof(sf_failed_last) - 1) == 0 && sf_failed_logged_ns != 0 &&
+		now - sf_failed_logged_ns < (int64) 60000 * SF_NS_PER_MS)
 	{
-		suppressed++;
+		sf_failed_suppressed++;
 		return;
 	}
-	strlcpy(last, reason, sizeof(last));
-	last_logged_ns = now;
+	strlcpy(last, reason, sizeof(sf_failed_last));
+	sf_failed_logged_ns = now;
 	ereport(WARNING,
 			(errmsg("snowflake could not claim this server's node in registry \"%s\": %s",
 					sf_registry, reason),
-			 suppressed > 0 ? errdetail("%d more rounds failed since the last report.", suppressed) :
+			 sf_failed_suppressed > 0 ?
+			 errdetail("%d more rounds failed, as reported before, since that report.", sf_failed_suppressed) :
 			 (edata && edata->detail) ? errdetail("%s", edata->detail) : 0,
 			 (edata && edata->hint) ? errhint("%s", edata->hint) : 0));
-	suppressed = 0;
+	sf_failed_suppressed = 0;
 }
 
 void
@@ -715,8 +718,13 @@ snowflake_claimer_main(Datum main_arg)
 			{
 				if (failing)
 					ereport(LOG,
-							(errmsg("snowflake claimed this server's node in registry \"%s\" again", sf_registry)));
+							(errmsg("snowflake claimed this server's node in registry \"%s\" again", sf_registry),
+							 sf_failed_suppressed > 0 ?
+							 errdetail("%d more rounds failed, as reported before, since that report.", sf_failed_suppressed) : 0));
+				/* The next failure is reported at once. */
 				failing = false;
+				sf_failed_last[0] = '\0';
+				sf_failed_suppressed = 0;
 				wait_ms = sf_registry_lease_ms / 3;
 			}
 			else
