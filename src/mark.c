@@ -488,7 +488,10 @@ sf_mark_startup(SnowflakeShared *shared)
 	}
 }
 
-/* Clean shutdown: record the exact last ms issued, so a restart need not wait. */
+/*
+ * Clean shutdown: record the exact last ms issued (or lifted to), so a restart
+ * need not wait.
+ */
 void
 sf_mark_shutdown(SnowflakeShared *shared)
 {
@@ -497,17 +500,25 @@ sf_mark_shutdown(SnowflakeShared *shared)
 	uint64		last = 0;
 	bool		any = false;
 
+	uint64		start_word = SF_WORD(shared->floor, SF_MAX_SEQUENCE);
+
 	if (shared->status != SF_STATE_OK)
 		return;					/* never overwrite a file we could not trust */
 
+	/*
+	 * Every node that issued, and every node lifted above where it started (a
+	 * registry takeover, replay) though it issued nothing: the next start
+	 * must begin above both.
+	 */
 	for (int i = 0; i < SF_NODE_COUNT; i++)
 	{
 		SnowflakeSlot *slot = &shared->slots[i].slot;
+		uint64		word = pg_atomic_read_u64(&slot->word);
 
-		if (pg_atomic_read_u32(&slot->used) == 0)
+		if (pg_atomic_read_u32(&slot->used) == 0 && word <= start_word)
 			continue;
 		any = true;
-		last = Max(last, (uint64) SF_WORD_TICK(pg_atomic_read_u64(&slot->word)));
+		last = Max(last, (uint64) SF_WORD_TICK(word));
 	}
 	if (!any)
 		return;					/* nothing issued since start-up: file stays */

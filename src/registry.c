@@ -7,11 +7,15 @@
  *
  * The claim in shared memory (SnowflakeSlot.claim_until and claim_bound) is
  * permission to generate, so it is only ever granted at commit of the
- * transaction that wrote the registry row; what restricts generation (the
- * fence of a release, the lift of a node above the high-water mark a previous
- * holder left) applies at once, and a fence is undone if its transaction
- * rolls back.  Nothing here may ereport, allocate or sleep in the commit
- * callback: the transaction is already committed there.
+ * transaction that wrote the registry row, and only if its lease has not
+ * ended by then.  The lift of a node above the high-water mark a previous
+ * holder left is made durable just before that commit (PRE_COMMIT: a claim
+ * rolled back lifts nothing; a lift whose commit then fails stays, which only
+ * restricts).  The fence of a release applies at once and stays even if its
+ * transaction rolls back: with a foreign registry the row may have committed
+ * remotely all the same, so only the next claim opens the node again.
+ * Nothing here may ereport, allocate or sleep in the commit callback: the
+ * transaction is already committed there.
  *
  * It sits below the generator (which calls sf_claim_refuse) and calls only
  * downward: the slots in shared memory (words, claims), the mark's policy
@@ -42,6 +46,7 @@
 #include "utils/guc.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
+#include "utils/timeout.h"
 #include "utils/timestamp.h"
 #include "utils/varlena.h"
 #include "utils/wait_event.h"
@@ -68,9 +73,12 @@ typedef struct SfPendingClaim
 	bool		release;		/* a release: the lease ends at commit */
 	int64		until_ms;		/* claim: the lease's end, Unix ms */
 	int64		bound_ms;		/* claim: no ID beyond this Unix ms */
-	int64		fence_ms;		/* release: the bound it set at once */
-	int64		restore_ms;		/* release: the bound before, restored on abort */
+	int64		carried_ms;		/* claim: lift above this Unix ms before commit, or -1 */
+	uint64		expect_bound;	/* claim: the bound when it was noted; a fence since voids it */
 } SfPendingClaim;
+
+/* Set while the registry worker runs its claim: snowflake_note_claim() may run then. */
+static bool sf_claimer_active = false;
 
 static SfPendingClaim *sf_pending = NULL;
 static int	sf_npending = 0;
@@ -98,16 +106,16 @@ sf_claim_refuse(SnowflakeSlot *slot, int node, int64 now_ms, int64 last_tick, co
 				 errmsg("%s refused: this server holds no current registry claim for datacenter %d, machine %d",
 						caller, SF_NODE_DC(node), SF_NODE_M(node)),
 				 errdetail("snowflake.require_claim is on; the claim was never taken since start-up, was released, or its lease ended."),
-				 errhint("Run SELECT snowflake_claim_node('<schema>.<registry table>'), and renew it before the lease ends (the registry worker, snowflake.registry, does both).")));
+				 errhint("Run SELECT <extension schema>.snowflake_claim_node('<schema>.<registry table>'), and renew it before the lease ends (the registry worker, snowflake.registry, does both).")));
 
 	ereport(ERROR,
 			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 			 errmsg("%s refused: the ID would pass the bound of this server's registry claim for datacenter %d, machine %d",
 					caller, SF_NODE_DC(node), SF_NODE_M(node)),
 			 errdetail("snowflake.require_claim is on; IDs under a claim may run at most snowflake.max_lead_ms (as it was when the claim was taken) past the lease's end, "
-					   "here %lld ms past the bound; during a release no ID passes the last one issued.",
+					   "here %lld ms past the bound; a release (also one rolled back) fences the node at the last ID issued until the next claim.",
 					   (long long) (last_tick + SF_EPOCH_UNIX_MS - bound)),
-			 errhint("Renew the claim (snowflake_claim_node()), or wait for the release to commit.")));
+			 errhint("Renew the claim (<extension schema>.snowflake_claim_node()); after a release, claim the node again.")));
 }
 
 /* ---- pending claims and the transaction callbacks ---- */
@@ -128,18 +136,7 @@ sf_pending_add(const SfPendingClaim *claim)
 	sf_pending[sf_npending++] = *claim;
 }
 
-/* Undo the fence of a release (only if nobody replaced it since). */
-static void
-sf_pending_undo(const SfPendingClaim *claim)
-{
-	SnowflakeSlot *slot;
-	uint64		expected = (uint64) claim->fence_ms;
-
-	if (!claim->release || sf_shared == NULL)
-		return;
-	slot = &sf_shared->slots[claim->node].slot;
-	(void) pg_atomic_compare_exchange_u64(&slot->claim_bound, &expected, (uint64) claim->restore_ms);
-}
+static void sf_lift_node(SnowflakeSlot *slot, int64 carried_ms);
 
 static void
 sf_xact_callback(XactEvent event, void *arg)
@@ -155,6 +152,18 @@ sf_xact_callback(XactEvent event, void *arg)
 						 errhint("Claim or release the node in a transaction of its own.")));
 			break;
 
+		case XACT_EVENT_PRE_COMMIT:
+
+			/*
+			 * Lift each node taken over above what its previous holder may
+			 * have issued, durably, before the claim can count.  An error
+			 * here aborts the transaction (and the claim).
+			 */
+			for (int i = 0; i < sf_npending && sf_shared != NULL; i++)
+				if (!sf_pending[i].release && sf_pending[i].carried_ms >= 0)
+					sf_lift_node(&sf_shared->slots[sf_pending[i].node].slot, sf_pending[i].carried_ms);
+			break;
+
 		case XACT_EVENT_COMMIT:
 			/* Already committed: no error, no allocation from here on. */
 			for (int i = 0; i < sf_npending && sf_shared != NULL; i++)
@@ -164,20 +173,29 @@ sf_xact_callback(XactEvent event, void *arg)
 
 				if (c->release)
 					pg_atomic_write_u64(&slot->claim_until, 0);
-				else
+				else if (c->until_ms > sf_wall_unix_ms())
 				{
-					/* The bound first: a reader of the new lease sees its bound. */
-					pg_atomic_write_u64(&slot->claim_bound, (uint64) Max(c->bound_ms, 0));
-					pg_write_barrier();
-					pg_atomic_write_u64(&slot->claim_until, (uint64) Max(c->until_ms, 0));
+					uint64		expected = c->expect_bound;
+
+					/*
+					 * A claim whose lease ended before its commit never counts;
+					 * nor does one whose node a release fenced since it was
+					 * noted (the fence stands: the release records the last ID).
+					 * The bound first: a reader of the new lease sees its bound.
+					 */
+					if (pg_atomic_compare_exchange_u64(&slot->claim_bound, &expected,
+													   (uint64) Max(c->bound_ms, 0)))
+					{
+						pg_write_barrier();
+						pg_atomic_write_u64(&slot->claim_until, (uint64) Max(c->until_ms, 0));
+					}
 				}
 			}
 			sf_npending = 0;
 			break;
 
 		case XACT_EVENT_ABORT:
-			for (int i = sf_npending - 1; i >= 0; i--)
-				sf_pending_undo(&sf_pending[i]);
+			/* A release's fence stays: the registry may have committed it remotely. */
 			sf_npending = 0;
 			break;
 
@@ -201,9 +219,6 @@ sf_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 			break;
 
 		case SUBXACT_EVENT_ABORT_SUB:
-			for (int i = sf_npending - 1; i >= 0; i--)
-				if (sf_pending[i].subid == mySubid)
-					sf_pending_undo(&sf_pending[i]);
 			for (int i = 0; i < sf_npending; i++)
 				if (sf_pending[i].subid != mySubid)
 					sf_pending[kept++] = sf_pending[i];
@@ -249,8 +264,10 @@ sf_claim_node_arg(FunctionCallInfo fcinfo, const char *caller)
 
 /*
  * Lift the node's generator above carried_ms (the latest ms a previous holder
- * may have issued), as replay lifts slots, and make that durable: a restart
- * before the first ID must not forget it.
+ * may have issued), as replay lifts slots, never moving it back, and make that
+ * durable: a restart before the first ID must not forget it (the clean
+ * shutdown's mark covers every lifted slot, sf_mark_shutdown).  carried_ms was
+ * checked against its bounds by snowflake_note_claim().
  */
 static void
 sf_lift_node(SnowflakeSlot *slot, int64 carried_ms)
@@ -268,13 +285,23 @@ sf_lift_node(SnowflakeSlot *slot, int64 carried_ms)
 		sf_mark_refuse("snowflake_claim_node()");
 }
 
+/* The longest lease snowflake_claim_node() takes, in ms. */
+#define SF_LEASE_MAX_MS		(24 * 60 * 60 * 1000)
+
 /*
  * snowflake_note_claim(datacenter_id, machine_id, until, carried_ms): record a
  * registry lease that snowflake_claim_node() took, to count from the commit of
- * this transaction; carried_ms (null: none) is the high-water mark a previous
- * holder left, which the node is lifted above at once.  Returns the claim's
- * bound: until plus snowflake.max_lead_ms, in Unix ms.  (Version 1.1 calls it
- * with the first three arguments only.)
+ * this transaction if its lease has not ended by then; carried_ms (null: none)
+ * is the high-water mark a previous holder left, which the node is lifted
+ * above, durably, just before that commit.  Returns the claim's bound: until
+ * plus snowflake.max_lead_ms, in Unix ms.  (Version 1.1 calls it with the first
+ * three arguments only.)
+ *
+ * It accepts only what a claim could have produced: a lease ending at most a
+ * day from now (for the registry worker: its own node, at most
+ * snowflake.registry_lease_ms from now), and a carried mark between 0 and
+ * until plus snowflake.max_lead_ms.  Only a superuser may call it, or the
+ * registry role inside the worker's claim: a session of that role cannot.
  */
 Datum
 snowflake_note_claim(PG_FUNCTION_ARGS)
@@ -282,6 +309,21 @@ snowflake_note_claim(PG_FUNCTION_ARGS)
 	int			node = sf_claim_node_arg(fcinfo, "snowflake_note_claim()");
 	TimestampTz until;
 	SfPendingClaim claim = {0};
+	int64		now_ms = sf_wall_unix_ms();
+	int64		max_until;
+
+	if (!superuser() && !sf_claimer_active)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied for function snowflake_note_claim"),
+				 errdetail("Only a superuser, or snowflake.registry_role inside the registry worker's claim, may record a claim."),
+				 errhint("Claim with <extension schema>.snowflake_claim_node() as a superuser, or let the registry worker claim.")));
+	if (!superuser() &&
+		node != sf_datacenter_id * (int) (SF_MAX_MACHINE + 1) + sf_machine_id)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("the registry worker may record a claim only for this server's node, datacenter %d, machine %d",
+						sf_datacenter_id, sf_machine_id)));
 
 	if (PG_ARGISNULL(2))
 		ereport(ERROR,
@@ -292,14 +334,35 @@ snowflake_note_claim(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("until must be a finite timestamp")));
+	max_until = now_ms + (superuser() ? SF_LEASE_MAX_MS : sf_registry_lease_ms);
+	if (sf_timestamptz_to_unix_ms(until) > max_until)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("until must be at most %s ahead of the clock",
+						superuser() ? "one day" : "snowflake.registry_lease_ms"),
+				 errdetail("A claim's lease ends at most %lld ms from now, not %lld ms.",
+						   (long long) (max_until - now_ms),
+						   (long long) (sf_timestamptz_to_unix_ms(until) - now_ms))));
 
 	claim.subid = GetCurrentSubTransactionId();
 	claim.node = node;
 	claim.until_ms = Max(sf_timestamptz_to_unix_ms(until), 0);
 	claim.bound_ms = claim.until_ms + sf_max_lead_ms;
+	claim.carried_ms = -1;
+	claim.expect_bound = pg_atomic_read_u64(&sf_shared->slots[node].slot.claim_bound);
 
 	if (PG_NARGS() > 3 && !PG_ARGISNULL(3))
-		sf_lift_node(&sf_shared->slots[node].slot, PG_GETARG_INT64(3));
+	{
+		int64		carried = PG_GETARG_INT64(3);
+
+		if (carried < 0 || carried > claim.bound_ms)
+			ereport(ERROR,
+					(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+					 errmsg("carried_ms must be between 0 and %lld (the lease's end plus snowflake.max_lead_ms), not %lld",
+							(long long) claim.bound_ms, (long long) carried),
+					 errdetail("No holder could have issued an ID beyond its lease plus snowflake.max_lead_ms.")));
+		claim.carried_ms = carried;
+	}
 
 	sf_pending_add(&claim);
 	PG_RETURN_INT64(claim.bound_ms);
@@ -307,7 +370,7 @@ snowflake_note_claim(PG_FUNCTION_ARGS)
 
 /*
  * snowflake_note_release(datacenter_id, machine_id): fence the node at once (no
- * ID past the last one issued, undone if this transaction rolls back), end its
+ * ID past the last one issued, kept even if this transaction rolls back), end its
  * lease at commit, and return the last ms any ID of the node issued here may
  * carry, for the registry row.
  */
@@ -319,17 +382,26 @@ snowflake_note_release(PG_FUNCTION_ARGS)
 	SfPendingClaim claim = {0};
 	uint64		old;
 	int64		tick;
+	int64		bound;
+	int64		fence;
 
 	claim.subid = GetCurrentSubTransactionId();
 	claim.node = node;
 	claim.release = true;
-	claim.restore_ms = (int64) pg_atomic_read_u64(&slot->claim_bound);
-	claim.fence_ms = Min(claim.restore_ms,
-						 SF_WORD_TICK(pg_atomic_read_u64(&slot->word)) + SF_EPOCH_UNIX_MS);
 
-	/* Register first: if anything below fails, the abort restores the bound. */
+	/* The fence: for good, until the next claim (a rollback keeps it). */
 	sf_pending_add(&claim);
-	pg_atomic_write_u64(&slot->claim_bound, (uint64) claim.fence_ms);
+	bound = (int64) pg_atomic_read_u64(&slot->claim_bound);
+	fence = Min(bound, SF_WORD_TICK(pg_atomic_read_u64(&slot->word)) + SF_EPOCH_UNIX_MS);
+
+	/*
+	 * Always a new value (a claim noted before compares the bound it saw at
+	 * commit, and must see it changed); one ms lower still stops every ID
+	 * past the sealed word below.
+	 */
+	if (fence == bound)
+		fence--;
+	pg_atomic_write_u64(&slot->claim_bound, (uint64) fence);
 
 	/*
 	 * Seal the ms of the last ID.  A generator that read the bound before the
@@ -405,17 +477,81 @@ sf_registry_role_oid(void)
 	return role;
 }
 
-/* One claim or renewal, in its own transaction; false (and a warning) on failure. */
+/*
+ * Refuse a registry role that can reach more than the claim needs: one that
+ * is, or is a member of, a role with SUPERUSER, CREATEROLE, CREATEDB,
+ * BYPASSRLS or REPLICATION, or a predefined role that reads or writes files,
+ * runs programs, or reads or writes all data.  Runs as the worker's own
+ * (superuser) identity, on the catalogs only.
+ */
+static void
+sf_registry_role_check(Oid role)
+{
+	Oid			types[1] = {OIDOID};
+	Datum		values[1] = {ObjectIdGetDatum(role)};
+
+	if (SPI_execute_with_args("SELECT a.rolname::pg_catalog.text, "
+							  "pg_catalog.concat_ws(', ', CASE WHEN a.rolsuper THEN 'SUPERUSER' END, "
+							  "CASE WHEN a.rolcreaterole THEN 'CREATEROLE' END, CASE WHEN a.rolcreatedb THEN 'CREATEDB' END, "
+							  "CASE WHEN a.rolbypassrls THEN 'BYPASSRLS' END, CASE WHEN a.rolreplication THEN 'REPLICATION' END, "
+							  "CASE WHEN a.rolname IN ('pg_execute_server_program', 'pg_read_server_files', 'pg_write_server_files', "
+							  "'pg_read_all_data', 'pg_write_all_data') THEN 'predefined' END) "
+							  "FROM pg_catalog.pg_authid a "
+							  "WHERE pg_catalog.pg_has_role($1, a.oid, 'MEMBER') "
+							  "AND (a.rolsuper OR a.rolcreaterole OR a.rolcreatedb OR a.rolbypassrls OR a.rolreplication "
+							  "OR a.rolname IN ('pg_execute_server_program', 'pg_read_server_files', 'pg_write_server_files', "
+							  "'pg_read_all_data', 'pg_write_all_data')) "
+							  "ORDER BY a.oid <> $1, a.rolname",
+							  1, types, values, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not look up snowflake.registry_role");
+	if (SPI_processed > 0)
+	{
+		char	   *name = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+		char	   *what = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
+
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 strcmp(name, sf_registry_role) == 0 ?
+				 errmsg("snowflake.registry_role \"%s\" has %s", sf_registry_role, what) :
+				 errmsg("snowflake.registry_role \"%s\" is a member of role \"%s\" (%s)", sf_registry_role, name, what),
+				 errdetail("Code that runs as the registry role could use that to gain a superuser's rights or reach the server's files and programs."),
+				 errhint("Name a role with LOGIN at most, and only the grants the claim needs (see docs/fleet.md).")));
+	}
+}
+
+/* Set a setting for the worker's session, over anything ALTER ROLE/DATABASE set. */
+static void
+sf_claimer_set(const char *name, const char *value)
+{
+	SetConfigOption(name, value, PGC_SUSET, PGC_S_OVERRIDE);
+}
+
+/*
+ * One claim or renewal, in its own transaction, with a lock timeout of a
+ * fifth of the lease and a statement timeout of a quarter; true only if the claim counted (it
+ * committed before its lease ended).  On failure, *why is the reason
+ * (palloc'd in the caller's context) and *edata_out the error, if any.
+ */
 static bool
-sf_claim_once(void)
+sf_claim_once(char **why, ErrorData **edata_out)
 {
 	MemoryContext caller = CurrentMemoryContext;
-	bool		ok = false;
+	volatile bool ok = false;
+	volatile int64 until_ms = 0;
+	char		timeout[32];
+
+	*why = NULL;
+	*edata_out = NULL;
+	/* A lock wait ends first (lock_timeout), any other stall by the statement timeout. */
+	snprintf(timeout, sizeof(timeout), "%d", Max(sf_registry_lease_ms / 5, 200));
+	sf_claimer_set("lock_timeout", timeout);
 
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
 	PG_TRY();
 	{
+		/* SPI arms no statement timeout of its own: the whole claim gets one. */
+		enable_timeout_after(STATEMENT_TIMEOUT, Max(sf_registry_lease_ms / 4, 250));
 		SPI_connect();
 		PushActiveSnapshot(GetTransactionSnapshot());
 		pgstat_report_activity(STATE_RUNNING, "snowflake: claiming this server's node");
@@ -440,6 +576,10 @@ sf_claim_once(void)
 			Oid			role = sf_registry_role_oid();
 			Oid			save_userid;
 			int			save_sec_context;
+			bool		isnull;
+			Datum		d;
+
+			sf_registry_role_check(role);
 
 			values[0] = CStringGetTextDatum(sf_registry);
 			values[1] = Float8GetDatum(sf_registry_lease_ms / 1000.0);
@@ -452,41 +592,95 @@ sf_claim_once(void)
 			GetUserIdAndSecContext(&save_userid, &save_sec_context);
 			SetUserIdAndSecContext(role, save_sec_context | SECURITY_LOCAL_USERID_CHANGE |
 								   SECURITY_RESTRICTED_OPERATION);
-			if (SPI_execute_with_args(sql, 2, types, values, NULL, false, 1) != SPI_OK_SELECT)
+			sf_claimer_active = true;
+			if (SPI_execute_with_args(sql, 2, types, values, NULL, false, 1) != SPI_OK_SELECT ||
+				SPI_processed != 1)
 				elog(ERROR, "could not run snowflake_claim_node()");
+			sf_claimer_active = false;
 			SetUserIdAndSecContext(save_userid, save_sec_context);
+			d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+			if (isnull || TIMESTAMP_NOT_FINITE(DatumGetTimestampTz(d)))
+				elog(ERROR, "snowflake_claim_node() returned no lease");
+			until_ms = sf_timestamptz_to_unix_ms(DatumGetTimestampTz(d));
 			ok = true;
 		}
 
 		SPI_finish();
 		PopActiveSnapshot();
 		CommitTransactionCommand();
+		disable_timeout(STATEMENT_TIMEOUT, false);
+		/* A timeout that fired during the commit cancels nothing now. */
+		if (get_timeout_indicator(STATEMENT_TIMEOUT, true))
+			QueryCancelPending = false;
 	}
 	PG_CATCH();
 	{
-		ErrorData  *edata;
-
+		disable_timeout(STATEMENT_TIMEOUT, false);
+		sf_claimer_active = false;
 		MemoryContextSwitchTo(caller);
-		edata = CopyErrorData();
+		*edata_out = CopyErrorData();
 		FlushErrorState();
 		AbortCurrentTransaction();
-		ereport(WARNING,
-				(errmsg("snowflake could not claim this server's node in registry \"%s\": %s",
-						sf_registry, edata->message),
-				 edata->detail ? errdetail("%s", edata->detail) : 0,
-				 edata->hint ? errhint("%s", edata->hint) : 0));
-		FreeErrorData(edata);
 		ok = false;
 	}
 	PG_END_TRY();
 
 	pgstat_report_activity(STATE_IDLE, NULL);
+	MemoryContextSwitchTo(caller);
+	if (ok && until_ms <= sf_wall_unix_ms())
+	{
+		*why = psprintf("the claim committed after its lease had ended (%lld ms ago): it does not count",
+						(long long) (sf_wall_unix_ms() - until_ms));
+		ok = false;
+	}
+	else if (ok && sf_datacenter_id >= 0 && sf_machine_id >= 0 &&
+			 (int64) pg_atomic_read_u64(&sf_shared->slots[sf_datacenter_id * (int) (SF_MAX_MACHINE + 1) +
+														  sf_machine_id].slot.claim_until) != until_ms)
+	{
+		*why = pstrdup("the claim committed, but a release of the node (or another claim) came between: it does not count");
+		ok = false;
+	}
 	return ok;
+}
+
+/*
+ * Log a failed round: at once when the reason changes, else at most once a
+ * minute, saying how many rounds failed since the last line.
+ */
+static char sf_failed_last[256] = "";
+static int64 sf_failed_logged_ns = 0;
+static int	sf_failed_suppressed = 0;
+
+static void
+sf_claim_log_failure(const char *why, ErrorData *edata)
+{
+	char	   *last = sf_failed_last;
+	const char *reason = why ? why : edata->message;
+	int64		now = sf_mono_ns();
+
+	if (strncmp(last, reason, sizeof(sf_failed_last) - 1) == 0 && sf_failed_logged_ns != 0 &&
+		now - sf_failed_logged_ns < (int64) 60000 * SF_NS_PER_MS)
+	{
+		sf_failed_suppressed++;
+		return;
+	}
+	strlcpy(last, reason, sizeof(sf_failed_last));
+	sf_failed_logged_ns = now;
+	ereport(WARNING,
+			(errmsg("snowflake could not claim this server's node in registry \"%s\": %s",
+					sf_registry, reason),
+			 sf_failed_suppressed > 0 ?
+			 errdetail("%d more rounds failed, as reported before, since that report.", sf_failed_suppressed) :
+			 (edata && edata->detail) ? errdetail("%s", edata->detail) : 0,
+			 (edata && edata->hint) ? errhint("%s", edata->hint) : 0));
+	sf_failed_suppressed = 0;
 }
 
 void
 snowflake_claimer_main(Datum main_arg)
 {
+	bool		failing = false;
+
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, die);
 	BackgroundWorkerUnblockSignals();
@@ -498,6 +692,11 @@ snowflake_claimer_main(Datum main_arg)
 	 * whole session: this overrides ALTER ROLE/DATABASE settings too.
 	 */
 	SetConfigOption("search_path", "pg_catalog, pg_temp", PGC_SUSET, PGC_S_OVERRIDE);
+
+	/* A database or role setting must not stop or weaken the claim. */
+	sf_claimer_set("default_transaction_read_only", "off");
+	sf_claimer_set("default_transaction_isolation", "read committed");
+	sf_claimer_set("idle_in_transaction_session_timeout", "0");
 
 	for (;;)
 	{
@@ -511,10 +710,32 @@ snowflake_claimer_main(Datum main_arg)
 		}
 
 		/* Renew at a third of the lease; after a failure, try again sooner. */
-		if (sf_claim_once())
-			wait_ms = sf_registry_lease_ms / 3;
-		else
-			wait_ms = Min(sf_registry_lease_ms / 10, 5000);
+		{
+			char	   *why;
+			ErrorData  *edata;
+
+			if (sf_claim_once(&why, &edata))
+			{
+				if (failing)
+					ereport(LOG,
+							(errmsg("snowflake claimed this server's node in registry \"%s\" again", sf_registry),
+							 sf_failed_suppressed > 0 ?
+							 errdetail("%d more rounds failed, as reported before, since that report.", sf_failed_suppressed) : 0));
+				/* The next failure is reported at once. */
+				failing = false;
+				sf_failed_last[0] = '\0';
+				sf_failed_suppressed = 0;
+				wait_ms = sf_registry_lease_ms / 3;
+			}
+			else
+			{
+				sf_claim_log_failure(why, edata);
+				if (edata)
+					FreeErrorData(edata);
+				failing = true;
+				wait_ms = Min(sf_registry_lease_ms / 10, 5000);
+			}
+		}
 
 		(void) WaitLatch(MyLatch,
 						 WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,

@@ -10,13 +10,38 @@ SELECT snowflake_note_claim(NULL, 0, now(), NULL);
 SELECT snowflake_note_release(0, 32);
 SELECT snowflake_note_release(NULL, 0);
 
+-- Only what a claim could have produced: a lease of at most a day, a carried mark between 0
+-- and the lease's end plus snowflake.max_lead_ms (issue 17).
+-- (Numbers of 7 digits and more, which follow the clock, print as N.)
+CREATE FUNCTION pg_temp.refusal(sql text) RETURNS text LANGUAGE plpgsql AS $$
+BEGIN
+    EXECUTE sql;
+    RETURN 'accepted';
+EXCEPTION WHEN OTHERS THEN
+    RETURN SQLSTATE || ': ' || regexp_replace(SQLERRM, '[0-9]{7,}', 'N', 'g');
+END $$;
+SELECT pg_temp.refusal($$SELECT snowflake_note_claim(0, 0, now() + interval '25 hours', NULL)$$);
+SELECT pg_temp.refusal($$SELECT snowflake_note_claim(0, 0, now() + interval '1 hour', -1)$$);
+SELECT pg_temp.refusal($$SELECT snowflake_note_claim(0, 0, now() + interval '1 hour', -9223372036854775808)$$);
+SELECT pg_temp.refusal($$SELECT snowflake_note_claim(0, 0, now() + interval '1 hour', 3471292800000)$$);
+
 -- The bound returned is the lease's end plus snowflake.max_lead_ms, in Unix ms.
 SET snowflake.max_lead_ms = 250;
 BEGIN;
-SELECT snowflake_note_claim(0, 0, '2030-01-01 00:00:00+00', NULL)
-       - (extract(epoch FROM timestamptz '2030-01-01 00:00:00+00') * 1000)::bigint AS bound_past_until;
+SELECT date_trunc('second', now()) + interval '1 hour' AS until \gset
+SELECT snowflake_note_claim(0, 0, :'until', NULL)
+       - (extract(epoch FROM timestamptz :'until') * 1000)::bigint AS bound_past_until;
 ROLLBACK;
 RESET snowflake.max_lead_ms;
+
+-- A session of a role that is not a superuser cannot record a claim, even if granted EXECUTE.
+CREATE ROLE regress_registry_claimer;
+GRANT EXECUTE ON FUNCTION snowflake_note_claim(int, int, timestamptz, bigint) TO regress_registry_claimer;
+SET ROLE regress_registry_claimer;
+SELECT snowflake_note_claim(0, 0, now() + interval '1 minute', NULL);
+RESET ROLE;
+REVOKE ALL ON FUNCTION snowflake_note_claim(int, int, timestamptz, bigint) FROM regress_registry_claimer;
+DROP ROLE regress_registry_claimer;
 
 -- The 1.1 form is gone.
 SELECT to_regprocedure('snowflake_note_claim(int, int, timestamptz)') IS NULL AS three_argument_form_gone;
