@@ -18,6 +18,7 @@
 #include "postgres.h"
 
 #include "access/xlog.h"
+#include "access/xlogrecovery.h"
 #include "miscadmin.h"
 #include "storage/condition_variable.h"
 #include "storage/latch.h"
@@ -76,6 +77,39 @@ sf_issued_high(void)
 	return high;
 }
 
+/*
+ * This data directory's timeline now, for the state file: during recovery the
+ * timeline being replayed, afterwards the one WAL is written on.
+ */
+static uint32
+sf_timeline_now(void)
+{
+	TimeLineID	tli = 0;
+
+	if (RecoveryInProgress())
+		(void) GetXLogReplayRecPtr(&tli);
+	else
+		tli = GetWALInsertionTimeLine();
+	return (uint32) tli;
+}
+
+/*
+ * Whether this server was promoted (a standby, or an archive recovery, that
+ * ended on a new timeline) since its state file was written: its timeline is
+ * past the one the file records.  A copy started as a server of its own (a
+ * base backup, a restored or copied data directory) stays on the timeline of
+ * the file it was copied with, so snowflake.failover_adopt does not adopt it.
+ * A file that records no timeline (written before 1.3) proves nothing.
+ */
+bool
+sf_mark_promoted(void)
+{
+	uint32		file_tli = sf_shared->file_tli;
+
+	return file_tli != 0 && !RecoveryInProgress() &&
+		(uint32) GetWALInsertionTimeLine() > file_tli;
+}
+
 /* The clock part of a state file image: the trusted time, and whether generation is held. */
 static void
 sf_mark_clock(SnowflakeStateImage *img)
@@ -94,7 +128,7 @@ sf_report_write(int save_errno, SnowflakeWriteStep step, int elevel, const char 
 	sf_write_step_text(step, &action, &path);
 	errno = save_errno;
 	ereport(elevel,
-			(errcode_for_file_access(),
+			(save_errno == EDQUOT ? errcode(ERRCODE_DISK_FULL) : errcode_for_file_access(),
 			 errmsg("could not %s snowflake state file \"%s\": %m", action, path),
 			 detail ? errdetail("%s", detail) : 0,
 			 errhint("Check free space, permissions and the health of the storage of the data directory.")));
@@ -139,6 +173,7 @@ sf_mark_write(int64 target, bool wait, bool by_writer)
 	img.mark = (uint64) target;
 	sf_mark_clock(&img);
 	img.owner = sf_shared->owner;
+	img.timeline = sf_timeline_now();
 	res = sf_statefile_write(&img);
 
 	took = sf_mono_ns() - started;
@@ -153,6 +188,7 @@ sf_mark_write(int64 target, bool wait, bool by_writer)
 		pg_write_barrier();
 		pg_atomic_write_u64(&sf_shared->reserved, (uint64) target);
 		pg_atomic_write_u32(&sf_shared->clock_held_recorded, img.held ? 1 : 0);
+		sf_shared->file_tli = img.timeline;
 	}
 	else
 	{
@@ -171,6 +207,36 @@ sf_mark_write(int64 target, bool wait, bool by_writer)
 	if (!res.ok)
 		sf_report_write(res.save_errno, res.step, LOG,
 						"No ID beyond the durable high-water mark is issued until the mark can be written.");
+	return res.ok;
+}
+
+/*
+ * Rewrite the state file as it is, with this data directory's timeline (the
+ * writer, after recovery).  Returns whether it was written.
+ */
+static bool
+sf_mark_record_timeline(void)
+{
+	SnowflakeStateImage img;
+	SnowflakeStateResult res;
+
+	LWLockAcquire(sf_shared->lock, LW_EXCLUSIVE);
+	memset(&img, 0, sizeof(img));
+	img.mark = pg_atomic_read_u64(&sf_shared->reserved);
+	sf_mark_clock(&img);
+	img.owner = sf_shared->owner;
+	img.timeline = sf_timeline_now();
+	res = sf_statefile_write(&img);
+	if (res.ok)
+	{
+		sf_shared->file_tli = img.timeline;
+		pg_atomic_write_u32(&sf_shared->clock_held_recorded, img.held ? 1 : 0);
+	}
+	LWLockRelease(sf_shared->lock);
+
+	if (!res.ok)
+		sf_report_write(res.save_errno, res.step, LOG,
+						"The state file does not record this data directory's timeline yet.");
 	return res.ok;
 }
 
@@ -208,6 +274,15 @@ sf_mark_writer_step(void)
 
 	if (sf_shared->status != SF_STATE_OK || RecoveryInProgress())
 		return Max(sf_reservation_ms / 2, 10);
+
+	/*
+	 * The owner's file records the timeline it is on (after a promotion or an
+	 * archive recovery of this data directory, or a file of 1.2): a copy taken
+	 * from now on is known for one, whatever snowflake.failover_adopt says.
+	 */
+	if (!sf_shared->copied && sf_shared->file_tli != (uint32) GetWALInsertionTimeLine() &&
+		!sf_mark_record_timeline())
+		return SF_RETRY_MS;
 
 	high = Max(sf_issued_high(), (int64) pg_atomic_read_u64(&sf_shared->demand));
 	reserved = (int64) pg_atomic_read_u64(&sf_shared->reserved);
@@ -347,6 +422,19 @@ sf_mark_nudge(int64 last_tick, int64 now_tick)
 		sf_raise_failed_tick = now_tick;
 }
 
+/* The state file could not be read: its contents are unknown, so generation refuses. */
+static void
+sf_state_unreadable(SnowflakeShared *shared, const char *why)
+{
+	strlcpy(shared->message, why, sizeof(shared->message));
+	shared->status = SF_STATE_UNREADABLE;
+	ereport(WARNING,
+			(errmsg("could not read snowflake state file \"%s\"", SF_STATE_FILE),
+			 errdetail("%s", shared->message),
+			 errhint("snowflake_next() refuses until the file can be read. Fix its permissions or the storage, "
+					 "then restart the server. Do not remove the file: it holds the durable mark.")));
+}
+
 /* Mark the state unusable, with a reason for the error's detail. */
 static void
 sf_state_damaged(SnowflakeShared *shared, const char *fmt,...) pg_attribute_printf(2, 3);
@@ -367,6 +455,67 @@ sf_state_damaged(SnowflakeShared *shared, const char *fmt,...)
 }
 
 /*
+ * Import the mark of the cluster this one was upgraded from (pg_upgrade
+ * carries neither the state file nor WAL): the operator copies the old
+ * cluster's snowflake.state to snowflake.state.import in this data directory
+ * before starting it.  The mark only ever goes up (the higher of the two is
+ * kept), so importing a file, even the wrong one, never lowers it; a file
+ * that cannot be read or is damaged stops generation until it is replaced or
+ * removed.  Once recorded, the import file is renamed to
+ * snowflake.state.imported.  Returns whether generation is held for a clock
+ * jump (held: what the own file said).
+ */
+static bool
+sf_mark_import(SnowflakeShared *shared, bool held)
+{
+	SnowflakeStateImage imp;
+	SnowflakeStateImage img;
+	SnowflakeStateResult res;
+	SnowflakeReadStatus st;
+	char		why[sizeof(shared->message)];
+
+	st = sf_statefile_read_path(SF_STATE_IMPORT_FILE, true, &imp, why, sizeof(why));
+	if (st == SF_READ_MISSING || shared->status != SF_STATE_OK)
+		return held;
+	if (st != SF_READ_OK)
+	{
+		sf_state_damaged(shared, "The mark to import, \"%s\", cannot be used: %s "
+						 "Replace it with the old cluster's \"%s\", or remove it, and restart.",
+						 SF_STATE_IMPORT_FILE, why, SF_STATE_FILE);
+		return held;
+	}
+
+	memset(&img, 0, sizeof(img));
+	img.mark = Max(shared->floor, imp.mark);
+	img.wall_unix_ms = Max((int64) shared->clock_seen, imp.wall_unix_ms);
+	img.held = held || imp.held;
+	img.owner = shared->owner;
+	img.timeline = shared->file_tli;
+	res = sf_statefile_write(&img);
+	if (!res.ok)
+	{
+		const char *action;
+		const char *path;
+
+		sf_write_step_text(res.step, &action, &path);
+		sf_state_damaged(shared, "The mark in \"%s\" could not be recorded (%s %s): %s.",
+						 SF_STATE_IMPORT_FILE, action, path, strerror(res.save_errno));
+		return held;
+	}
+	shared->floor = img.mark;
+	shared->clock_seen = img.wall_unix_ms > 0 ? (uint64) img.wall_unix_ms : 0;
+	if (rename(SF_STATE_IMPORT_FILE, SF_STATE_IMPORTED_FILE) != 0)
+		ereport(LOG,
+				(errmsg("could not rename \"%s\" to \"%s\": %m", SF_STATE_IMPORT_FILE, SF_STATE_IMPORTED_FILE),
+				 errdetail("Its mark is recorded; it is imported again at the next start, which changes nothing.")));
+	ereport(LOG,
+			(errmsg("snowflake imported the durable mark " INT64_FORMAT " (Unix ms) from \"%s\"; generation starts above " INT64_FORMAT " (Unix ms)",
+					(int64) imp.mark + SF_EPOCH_UNIX_MS, SF_STATE_IMPORT_FILE,
+					(int64) img.mark + SF_EPOCH_UNIX_MS)));
+	return img.held;
+}
+
+/*
  * Load the state file into shared.  A missing file is a new cluster: the file
  * is created at once, so that every later copy of this data directory carries
  * its owner.  A damaged one stops generation; it is never rewritten.
@@ -383,6 +532,7 @@ sf_mark_load(SnowflakeShared *shared)
 	shared->floor = 0;
 	shared->clock_seen = 0;
 	shared->copied = false;
+	shared->file_tli = 0;
 
 	if (!sf_datadir_identity(&shared->self))
 	{
@@ -392,6 +542,11 @@ sf_mark_load(SnowflakeShared *shared)
 	shared->owner = shared->self;
 
 	st = sf_statefile_read(&img, why, sizeof(why));
+	if (st == SF_READ_UNREADABLE)
+	{
+		sf_state_unreadable(shared, why);
+		return false;
+	}
 	if (st == SF_READ_DAMAGED)
 	{
 		sf_state_damaged(shared, "%s", why);
@@ -404,6 +559,7 @@ sf_mark_load(SnowflakeShared *shared)
 		memset(&img, 0, sizeof(img));
 		img.wall_unix_ms = sf_wall_unix_ms();
 		img.owner = shared->self;
+		/* The timeline is not known in the postmaster: the writer records it. */
 		res = sf_statefile_write(&img);
 		if (!res.ok)
 		{
@@ -418,9 +574,10 @@ sf_mark_load(SnowflakeShared *shared)
 		ereport(LOG,
 				(errmsg("snowflake state file \"%s\" created; generation starts from the clock",
 						SF_STATE_FILE)));
-		return false;
+		return sf_mark_import(shared, false);
 	}
 
+	shared->file_tli = img.timeline;
 	shared->floor = img.mark;
 	shared->clock_seen = img.wall_unix_ms > 0 ? (uint64) img.wall_unix_ms : 0;
 	if (sf_identity_same(&img.owner, &shared->self))
@@ -443,7 +600,7 @@ sf_mark_load(SnowflakeShared *shared)
 			(errmsg("snowflake generation starts above " INT64_FORMAT " (Unix ms), from a %s",
 					(int64) img.mark + SF_EPOCH_UNIX_MS,
 					img.clean ? "clean shutdown" : "reservation")));
-	return img.held;
+	return sf_mark_import(shared, img.held);
 }
 
 /*
@@ -501,6 +658,7 @@ sf_mark_shutdown(SnowflakeShared *shared)
 	img.mark = last;
 	sf_mark_clock(&img);
 	img.owner = shared->owner;
+	img.timeline = shared->file_tli;	/* the postmaster does not know it: the last recorded */
 	img.clean = true;
 	res = sf_statefile_write(&img);
 	if (!res.ok)
@@ -511,16 +669,27 @@ sf_mark_shutdown(SnowflakeShared *shared)
 /*
  * Replay of a mark logged by the primary (startup process, on a standby and in
  * crash recovery): record it in this server's own state file, then lift every
- * node above it.  Only a mark the file holds is published.  If the file cannot
- * be written, recovery stops with the error (as it does when PostgreSQL cannot
- * write its own files): a restart replays this record again, so the mark is
- * never forgotten by a standby that is later promoted.
+ * node above it.  Only a mark the file holds is published.
+ *
+ * If the file cannot be written: on a standby, or on a copy of a data
+ * directory (a base backup replaying the WAL it was taken with), the mark may
+ * be one that only WAL holds, so recovery stops with the error (as it does
+ * when PostgreSQL cannot write its own files): a restart replays this record
+ * again, and the mark is never forgotten by a standby that is later promoted.
+ * In a primary's own crash recovery the file already holds every mark that
+ * was published (each mark was logged before its write, and published only
+ * once written): a record whose write failed then was never published, so
+ * recovery goes on with a WARNING; the nodes are lifted above the mark all
+ * the same, and generation passes the file's mark only once a higher one is
+ * written.
  */
 void
 sf_mark_replayed(uint64 mark_tick)
 {
 	uint64		start_word = SF_WORD(mark_tick, SF_MAX_SEQUENCE);
 	SnowflakeStateResult res = {true, 0, SF_STEP_NONE};
+	uint32		timeline = sf_timeline_now();
+	bool		own_crash;
 
 	if (sf_shared == NULL)
 		return;
@@ -537,15 +706,19 @@ sf_mark_replayed(uint64 mark_tick)
 			img.mark = mark_tick;
 			sf_mark_clock(&img);
 			img.owner = sf_shared->owner;
+			img.timeline = timeline;
 			res = sf_statefile_write(&img);
 		}
 		if (res.ok)
 		{
 			pg_write_barrier();
 			pg_atomic_write_u64(&sf_shared->reserved, mark_tick);
+			if (sf_shared->status == SF_STATE_OK)
+				sf_shared->file_tli = timeline;
 		}
 	}
-	if (res.ok)
+	own_crash = !StandbyMode && !sf_shared->copied;
+	if (res.ok || own_crash)
 	{
 		for (int i = 0; i < SF_NODE_COUNT; i++)
 		{
@@ -558,7 +731,12 @@ sf_mark_replayed(uint64 mark_tick)
 	}
 	LWLockRelease(sf_shared->lock);
 
-	if (!res.ok)
+	if (!res.ok && own_crash)
+		sf_report_write(res.save_errno, res.step, WARNING,
+						"While replaying a durable mark in crash recovery: this mark was never published (its write "
+						"failed before the crash), the state file holds every mark that was; recovery goes on, and no "
+						"ID beyond the file's mark is issued until a higher mark is written.");
+	else if (!res.ok)
 		sf_report_write(res.save_errno, res.step, ERROR,
 						"While replaying a durable mark logged by the primary: recovery stops here, so that this server "
 						"never forgets the mark. Once the file can be written, start the server again; replay resumes at this record.");
@@ -588,11 +766,13 @@ sf_state_adopt(void)
 	img.mark = pg_atomic_read_u64(&sf_shared->reserved);
 	sf_mark_clock(&img);
 	img.owner = sf_shared->self;
+	img.timeline = sf_timeline_now();
 	res = sf_statefile_write(&img);
 	if (res.ok)
 	{
 		sf_shared->owner = sf_shared->self;
 		sf_shared->copied = false;
+		sf_shared->file_tli = img.timeline;
 	}
 	LWLockRelease(sf_shared->lock);
 
@@ -634,6 +814,7 @@ sf_mark_record_hold(bool wait)
 	img.mark = pg_atomic_read_u64(&sf_shared->reserved);
 	sf_mark_clock(&img);
 	img.owner = sf_shared->owner;
+	img.timeline = sf_shared->file_tli;
 	res = sf_statefile_write(&img);
 	if (res.ok)
 		pg_atomic_write_u32(&sf_shared->clock_held_recorded, img.held ? 1 : 0);

@@ -106,7 +106,8 @@ typedef union SnowflakeSlotPadded
 typedef enum SnowflakeStateStatus
 {
 	SF_STATE_OK,				/* file loaded, or none yet (new cluster) */
-	SF_STATE_DAMAGED			/* unusable: generation refuses */
+	SF_STATE_DAMAGED,			/* unusable: generation refuses */
+	SF_STATE_UNREADABLE			/* could not be read: generation refuses */
 } SnowflakeStateStatus;
 
 /* Which data directory owns the node state (statefile.c). */
@@ -129,6 +130,7 @@ typedef struct SnowflakeShared
 	SnowflakeIdentity owner;	/* the data directory that owns the node state */
 	SnowflakeIdentity self;		/* this one */
 	volatile bool copied;		/* owner differs: generation waits for adoption */
+	uint32		file_tli;		/* timeline the state file records (under lock); 0: unknown */
 	char		pad1[PG_CACHE_LINE_SIZE];
 	pg_atomic_uint64 reserved;	/* durable mark: no ID beyond this tick */
 	char		pad2[PG_CACHE_LINE_SIZE];
@@ -178,12 +180,14 @@ typedef struct SnowflakeStateImage
 	SnowflakeIdentity owner;
 	bool		clean;			/* written at clean shutdown: mark is the last ms */
 	bool		held;			/* generation held for a forward clock jump */
+	uint32		timeline;		/* this data directory's timeline when written; 0: unknown */
 } SnowflakeStateImage;
 
 typedef enum SnowflakeReadStatus
 {
 	SF_READ_OK,
 	SF_READ_MISSING,
+	SF_READ_UNREADABLE,			/* there, but could not be read: contents unknown */
 	SF_READ_DAMAGED
 } SnowflakeReadStatus;
 
@@ -206,7 +210,12 @@ typedef struct SnowflakeStateResult
 	SnowflakeWriteStep step;	/* what failed */
 } SnowflakeStateResult;
 
+#define SF_STATE_IMPORT_FILE	"snowflake.state.import"
+#define SF_STATE_IMPORTED_FILE	"snowflake.state.imported"
+
 extern SnowflakeReadStatus sf_statefile_read(SnowflakeStateImage *img, char *why, size_t whylen);
+extern SnowflakeReadStatus sf_statefile_read_path(const char *path, bool any_system,
+												  SnowflakeStateImage *img, char *why, size_t whylen);
 extern SnowflakeStateResult sf_statefile_write(const SnowflakeStateImage *img);
 extern void sf_write_step_text(SnowflakeWriteStep step, const char **action, const char **path);
 extern bool sf_datadir_identity(SnowflakeIdentity *id);
@@ -236,6 +245,7 @@ extern void sf_mark_nudge(int64 last_tick, int64 now_tick);
 extern long sf_mark_writer_step(void);
 extern void sf_mark_replayed(uint64 mark_tick);
 extern void sf_state_adopt(void);
+extern bool sf_mark_promoted(void);
 extern int64 sf_mark_margin_ms(void);
 
 /* watch.c: the clock's health */

@@ -29,12 +29,15 @@
 #include "snowflake.h"
 
 #define SF_STATE_MAGIC		0x534E4F57	/* "SNOW" */
-#define SF_STATE_VERSION	2
+#define SF_STATE_VERSION	3
 #define SF_STATE_CLEAN		0x1			/* written at clean shutdown */
 #define SF_STATE_BTIME		0x2			/* owner_btime_* are known */
 #define SF_STATE_HELD		0x4			/* generation held for a forward clock jump */
 
-/* Version 2 on disk: fixed size, no padding, CRC-32C over everything before crc. */
+/*
+ * Version 3 on disk: fixed size, no padding, CRC-32C over everything before
+ * crc.  Version 3 appended timeline (and its padding) to version 2.
+ */
 typedef struct SnowflakeStateFile
 {
 	uint32		magic;
@@ -47,11 +50,32 @@ typedef struct SnowflakeStateFile
 	uint32		owner_btime_nsec;
 	uint32		flags;
 	uint64		owner_dev;		/* informational only: changes across remounts */
+	uint32		timeline;		/* version 3: this data directory's timeline when written */
+	uint32		pad0;			/* zero */
 	pg_crc32c	crc;
 	uint32		pad;			/* zero */
 } SnowflakeStateFile;
 
-StaticAssertDecl(sizeof(SnowflakeStateFile) == 72, "state file layout must not have padding");
+StaticAssertDecl(sizeof(SnowflakeStateFile) == 80, "state file layout must not have padding");
+
+/* Version 2 (snowflake 1.2): read, never written. */
+typedef struct SnowflakeStateFileV2
+{
+	uint32		magic;
+	uint32		version;
+	uint64		system_identifier;
+	uint64		mark;
+	int64		wall_unix_ms;
+	uint64		owner_ino;
+	int64		owner_btime_sec;
+	uint32		owner_btime_nsec;
+	uint32		flags;
+	uint64		owner_dev;
+	pg_crc32c	crc;
+	uint32		pad;
+} SnowflakeStateFileV2;
+
+StaticAssertDecl(sizeof(SnowflakeStateFileV2) == 72, "version 2 layout must not have padding");
 
 /* Version 1 (snowflake 1.0, 1.1): read, never written. */
 typedef struct SnowflakeStateFileV1
@@ -138,12 +162,25 @@ sf_damaged(char *why, size_t whylen, const char *fmt,...)
 	return SF_READ_DAMAGED;
 }
 
+/* Say why the file cannot be read (not that it is damaged). */
+static SnowflakeReadStatus
+sf_unreadable(char *why, size_t whylen, const char *what, int save_errno)
+{
+	snprintf(why, whylen, "Could not %s it: %s.", what, strerror(save_errno));
+	return SF_READ_UNREADABLE;
+}
+
 /*
- * Read the state file into *img.  SF_READ_MISSING: there is none (a new
- * cluster, or new to snowflake); SF_READ_DAMAGED: why says what is wrong.
+ * Read the state file at path into *img.  SF_READ_MISSING: there is none (a
+ * new cluster, or new to snowflake); SF_READ_UNREADABLE: it is there but
+ * could not be read (permissions, an I/O error, a dangling symbolic link):
+ * its contents are unknown, not wrong; SF_READ_DAMAGED: it was read and is
+ * wrong.  why says what.  any_system: accept a file of another database
+ * system (an import from the cluster this one was upgraded from).
  */
 SnowflakeReadStatus
-sf_statefile_read(SnowflakeStateImage *img, char *why, size_t whylen)
+sf_statefile_read_path(const char *path, bool any_system, SnowflakeStateImage *img,
+					   char *why, size_t whylen)
 {
 	char		buf[sizeof(SnowflakeStateFile) + 1];
 	uint32		magic;
@@ -154,12 +191,16 @@ sf_statefile_read(SnowflakeStateImage *img, char *why, size_t whylen)
 	int			save_errno;
 
 	memset(img, 0, sizeof(*img));
-	fd = BasicOpenFile(SF_STATE_FILE, O_RDONLY | PG_BINARY);
+	fd = BasicOpenFile(path, O_RDONLY | PG_BINARY);
 	if (fd < 0)
 	{
-		if (errno == ENOENT)
+		struct stat st;
+
+		save_errno = errno;
+		/* A dangling symbolic link is a file that cannot be read, not no file. */
+		if (save_errno == ENOENT && lstat(path, &st) != 0 && errno == ENOENT)
 			return SF_READ_MISSING;
-		return sf_damaged(why, whylen, "Could not open it: %s.", strerror(errno));
+		return sf_unreadable(why, whylen, "open", save_errno);
 	}
 
 	/* Read one byte more than the largest layout, to notice a file that is too long. */
@@ -167,7 +208,7 @@ sf_statefile_read(SnowflakeStateImage *img, char *why, size_t whylen)
 	save_errno = errno;
 	close(fd);
 	if (len < 0)
-		return sf_damaged(why, whylen, "Could not read it: %s.", strerror(save_errno));
+		return sf_unreadable(why, whylen, "read", save_errno);
 	if (len < (ssize_t) (2 * sizeof(uint32)))
 		return sf_damaged(why, whylen, "It is %zd bytes long, expected %zu.", len, sizeof(SnowflakeStateFile));
 
@@ -193,6 +234,26 @@ sf_statefile_read(SnowflakeStateImage *img, char *why, size_t whylen)
 		img->owner.has_btime = (file.flags & SF_STATE_BTIME) != 0;
 		img->owner.btime_sec = file.owner_btime_sec;
 		img->owner.btime_nsec = file.owner_btime_nsec;
+		img->timeline = file.timeline;
+	}
+	else if (version == 2 && len == sizeof(SnowflakeStateFileV2))
+	{
+		SnowflakeStateFileV2 file;
+
+		memcpy(&file, buf, sizeof(file));
+		if (!EQ_CRC32C(file.crc, sf_crc(&file, offsetof(SnowflakeStateFileV2, crc))))
+			return sf_damaged(why, whylen, "Its checksum does not match its contents.");
+		sysid = file.system_identifier;
+		img->mark = file.mark;
+		img->wall_unix_ms = file.wall_unix_ms;
+		img->clean = (file.flags & SF_STATE_CLEAN) != 0;
+		img->held = (file.flags & SF_STATE_HELD) != 0;
+		img->owner.ino = file.owner_ino;
+		img->owner.dev = file.owner_dev;
+		img->owner.has_btime = (file.flags & SF_STATE_BTIME) != 0;
+		img->owner.btime_sec = file.owner_btime_sec;
+		img->owner.btime_nsec = file.owner_btime_nsec;
+		/* Version 2 did not record the timeline: unknown (0). */
 	}
 	else if (version == 1 && len == sizeof(SnowflakeStateFileV1))
 	{
@@ -209,19 +270,28 @@ sf_statefile_read(SnowflakeStateImage *img, char *why, size_t whylen)
 		img->owner.ino = file.owner_ino;
 		img->owner.dev = file.owner_dev;
 	}
-	else if (version != 1 && version != SF_STATE_VERSION)
-		return sf_damaged(why, whylen, "It has version %u; this build reads versions 1 and %d.",
+	else if (version < 1 || version > SF_STATE_VERSION)
+		return sf_damaged(why, whylen, "It has version %u; this build reads versions 1 to %d.",
 						  version, SF_STATE_VERSION);
 	else
 		return sf_damaged(why, whylen, "It is %zd bytes long, expected %zu for version %u.", len,
-						  version == 1 ? sizeof(SnowflakeStateFileV1) : sizeof(SnowflakeStateFile), version);
+						  version == 1 ? sizeof(SnowflakeStateFileV1) :
+						  version == 2 ? sizeof(SnowflakeStateFileV2) : sizeof(SnowflakeStateFile),
+						  version);
 
-	if (sysid != GetSystemIdentifier())
+	if (!any_system && sysid != GetSystemIdentifier())
 		return sf_damaged(why, whylen, "It belongs to database system " UINT64_FORMAT ", not to this one (" UINT64_FORMAT ").",
 						  sysid, GetSystemIdentifier());
 	if (img->mark > (uint64) SF_MAX_TICK)
 		return sf_damaged(why, whylen, "Its mark " UINT64_FORMAT " is past the last Snowflake timestamp.", img->mark);
 	return SF_READ_OK;
+}
+
+/* Read this data directory's own state file (see sf_statefile_read_path). */
+SnowflakeReadStatus
+sf_statefile_read(SnowflakeStateImage *img, char *why, size_t whylen)
+{
+	return sf_statefile_read_path(SF_STATE_FILE, false, img, why, whylen);
 }
 
 /* Fill in a failure; errno is kept for the caller's report. */
@@ -255,6 +325,7 @@ sf_statefile_write(const SnowflakeStateImage *img)
 	file.wall_unix_ms = img->wall_unix_ms;
 	file.owner_ino = img->owner.ino;
 	file.owner_dev = img->owner.dev;
+	file.timeline = img->timeline;
 	if (img->owner.has_btime)
 	{
 		file.flags |= SF_STATE_BTIME;
