@@ -17,11 +17,35 @@ use lib $FindBin::RealBin;
 use PostgreSQL::Test::Utils;
 use SnowflakeTest;
 use Test::More;
+use Time::HiRes qw(usleep);
 
 my $p = SnowflakeTest->new('primary', allows_streaming => 1);
 $p->start;
 $p->query('CREATE EXTENSION snowflake; CREATE TABLE t (id bigint PRIMARY KEY)');
 $p->query('ALTER SYSTEM SET snowflake.failover_adopt = on; SELECT pg_reload_conf()');
+
+# The state file's timeline (version 3: a u32 at offset 64).
+sub file_timeline
+{
+	my ($t) = @_;
+	my $path = $t->data_dir . '/snowflake.state';
+	open my $fh, '<:raw', $path or die "could not read $path: $!";
+	local $/;
+	my $bytes = <$fh>;
+	close $fh;
+	return length($bytes) == 80 ? unpack('V', substr($bytes, 64, 4)) : -1;
+}
+
+# A new file is created by the postmaster, which does not know the timeline:
+# the writer records it at once, before any ID.
+my $tli;
+for (1 .. 300)
+{
+	$tli = file_timeline($p);
+	last if $tli == 1;
+	usleep(100_000);
+}
+is($tli, 1, 'the new state file records timeline 1 before any ID is issued');
 $p->ids('SELECT snowflake_next() FROM generate_series(1, 1000)', 'primary before the backup', count => 1000);
 $p->query('INSERT INTO t SELECT snowflake_next() FROM generate_series(1, 1000)');
 $p->node->backup('b');
@@ -55,12 +79,14 @@ $p->node->wait_for_catchup($s->node, 'replay');
 $p->kill9;
 $s->node->promote;
 $s->node->poll_query_until('postgres', 'SELECT NOT pg_is_in_recovery()');
+is(file_timeline($s), 1, 'before its first ID the promoted standby\'s file still records timeline 1 (replayed)');
 my @ids = $s->ids('SELECT snowflake_next() FROM generate_series(1, 1000)', 'promoted standby, failover_adopt = on',
 	count => 1000);
 cmp_ok($ids[0], '>', $max, 'the promoted standby issues above its old primary\'s IDs');
 like(slurp_file($s->node->logfile), qr/snowflake node state adopted by this data directory/,
 	'the promoted standby adopted the node state');
 is($s->query('SELECT state FROM snowflake_state()'), 'ok', 'and owns it now');
+is(file_timeline($s), 2, 'its state file records its new timeline, 2');
 
 # The adopted state file records the new timeline: a base backup of the new
 # primary, started on its own with failover_adopt = on, refuses too.

@@ -39,7 +39,7 @@ my $st = SnowflakeTest::strace_start("$dir/erofs.strace", '-f', '-P', 'snowflake
 my $bg = $t->background;
 my $pid = $bg->query_safe('SELECT pg_backend_pid()');
 $bg->query('SET snowflake.max_wait_ms = 2000');
-$bg->query('SELECT count(snowflake_next()) FROM generate_series(1, 4000000)');
+$bg->query('SELECT count(snowflake_next()) FROM (SELECT generate_series(1, 4000000)) s');
 my $r = SnowflakeTest::parse_error({ stderr => $bg->{stderr} });
 like($r->{message} // '', qr/could not rename snowflake state file "snowflake\.state\.tmp": Read-only file system/,
 	'the write fails: generation errors')
@@ -62,7 +62,7 @@ is($t->state_file_mark, $mark_before, 'the state file is as it was');
 
 # Still unwritable: no ID beyond the file's mark.
 $r = $t->next_refused('the file still cannot be written', 'SET snowflake.max_wait_ms = 500;' . "\n" .
-	'SELECT count(snowflake_next()) FROM generate_series(1, 4000000);', sqlstate => '42501',
+	'SELECT count(snowflake_next()) FROM (SELECT generate_series(1, 4000000)) s;', sqlstate => '42501',
 	message => qr/could not rename snowflake state file/);
 
 SnowflakeTest::strace_stop($st);
