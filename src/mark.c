@@ -28,8 +28,16 @@
 
 /* How far ahead slow writes may push the mark: bounds the wait after a crash. */
 #define SF_AHEAD_MAX_MS		60000
-/* A writer retries a failed write after this long. */
+/* A writer retries a failed write after this long, doubling while it keeps failing, up to the cap. */
 #define SF_RETRY_MS			100
+#define SF_RETRY_MAX_MS		10000
+
+/*
+ * The reservation writer's episode of failed writes (that process only): how
+ * many attempts in a row failed.  Only the first is logged; the write that
+ * ends the episode logs the count.
+ */
+static int	sf_writer_failures = 0;
 
 /* Backend-local: the mark at which this backend last woke the writer. */
 static uint64 sf_woke_writer_at = PG_UINT64_MAX;
@@ -204,10 +212,35 @@ sf_mark_write(int64 target, bool wait, bool by_writer)
 
 	ConditionVariableBroadcast(&sf_shared->mark_cv);
 
-	if (!res.ok)
+	if (!res.ok && (!by_writer || sf_writer_failures == 0))
 		sf_report_write(res.save_errno, res.step, LOG,
+						by_writer ?
+						"No ID beyond the durable high-water mark is issued until the mark can be written. "
+						"The reservation writer retries less and less often (at most every 10 s, at once when a call waits); "
+						"further failures are not logged until a write succeeds." :
 						"No ID beyond the durable high-water mark is issued until the mark can be written.");
 	return res.ok;
+}
+
+/*
+ * The writer's outcome of a write: after a failure, how long to wait before
+ * the next attempt (doubling, capped; a waiting caller wakes it sooner); after
+ * a success that ends an episode of failures, one LOG with their count.
+ */
+static long
+sf_writer_outcome(bool ok)
+{
+	if (ok)
+	{
+		if (sf_writer_failures > 0)
+			ereport(LOG,
+					(errmsg("snowflake state file \"%s\" written again, after %d failed attempts",
+							SF_STATE_FILE, sf_writer_failures)));
+		sf_writer_failures = 0;
+		return 0;
+	}
+	sf_writer_failures++;
+	return Min((long) SF_RETRY_MS << Min(sf_writer_failures - 1, 10), (long) SF_RETRY_MAX_MS);
 }
 
 /*
@@ -234,7 +267,7 @@ sf_mark_record_timeline(void)
 	}
 	LWLockRelease(sf_shared->lock);
 
-	if (!res.ok)
+	if (!res.ok && sf_writer_failures == 0)
 		sf_report_write(res.save_errno, res.step, LOG,
 						"The state file does not record this data directory's timeline yet.");
 	return res.ok;
@@ -280,9 +313,13 @@ sf_mark_writer_step(void)
 	 * archive recovery of this data directory, or a file of 1.2): a copy taken
 	 * from now on is known for one, whatever snowflake.failover_adopt says.
 	 */
-	if (!sf_shared->copied && sf_shared->file_tli != (uint32) GetWALInsertionTimeLine() &&
-		!sf_mark_record_timeline())
-		return SF_RETRY_MS;
+	if (!sf_shared->copied && sf_shared->file_tli != (uint32) GetWALInsertionTimeLine())
+	{
+		long		retry = sf_writer_outcome(sf_mark_record_timeline());
+
+		if (retry > 0)
+			return retry;
+	}
 
 	high = Max(sf_issued_high(), (int64) pg_atomic_read_u64(&sf_shared->demand));
 	reserved = (int64) pg_atomic_read_u64(&sf_shared->reserved);
@@ -292,9 +329,8 @@ sf_mark_writer_step(void)
 	target = sf_mark_target(high);
 	if (target <= reserved)
 		return Max(sf_reservation_ms / 2, 10);	/* at the end of the ID space */
-	if (!sf_mark_write(target, true, true))
-		return SF_RETRY_MS;
-	return 0;					/* look again at once: generation may have moved on */
+	/* 0 after a success: look again at once, generation may have moved on. */
+	return sf_writer_outcome(sf_mark_write(target, true, true));
 }
 
 /* Refuse a caller whose wait for the mark did not end by its deadline. */

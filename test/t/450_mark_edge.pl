@@ -1,10 +1,10 @@
 # 450_mark_edge.pl: the durable mark's edges (issue 23's durable-state mutants).
 #
 # - No ID in the first ms past the durable mark is issued before the mark is
-#   raised: with the writer stalled, generation running ahead of the clock
-#   (max_lead_ms) fills every ms up to the mark and stops there; after a crash
-#   the server starts in that first ms past the mark, so an ID issued there
-#   before the crash would be issued again.
+#   raised: with the writer stalled and the clock frozen, generation running
+#   ahead of the clock (max_lead_ms) fills every ms up to the mark and stops
+#   there; after a crash the server starts in the first ms past the mark, so
+#   an ID issued there before the crash would be issued again.
 # - A failed fsync of the temporary state file is a failed write: the rename
 #   does not happen, the mark is not raised, the call gets the error.
 
@@ -18,11 +18,13 @@ use PostgreSQL::Test::Utils;
 use SnowflakeTest;
 use Test::More;
 
-# fsync on (the stall and the error are injected into fsync). The real clock (node->start, not libfaketime: generation runs at full speed).
-# The mark is written 10 s ahead, so the stall is in place before the clock reaches it.
+# fsync on (the stall and the error are injected into fsync).  The clock is
+# frozen: generation fills every ms up to the mark, 4096 IDs each, running
+# ahead of the clock (max_lead_ms), whatever the machine's speed.
 my $t = SnowflakeTest->new('edge', restart_after_crash => 1,
-	conf => "fsync = on\nsnowflake.max_lead_ms = 60000\nsnowflake.reservation_ms = 10000");
-$t->node->start;
+	conf => "fsync = on\nsnowflake.max_lead_ms = 60000\nsnowflake.reservation_ms = 10");
+$t->set_clock(SnowflakeTest::frozen_time(time()));
+$t->start;
 $t->query('CREATE EXTENSION snowflake');
 $t->ids('SELECT snowflake_next() FROM generate_series(1, 1000)', 'before the stall', count => 1000);
 my $dir = PostgreSQL::Test::Utils::tempdir;
@@ -46,6 +48,7 @@ $bg->query('SELECT count(snowflake_next()) FROM (SELECT generate_series(1, 10000
 my $r = SnowflakeTest::parse_error({ stderr => $bg->{stderr} });
 like($r->{message} // '', qr/durable mark could not be raised|clock/, 'generation stopped while the writer is stalled')
   or diag("stderr: $bg->{stderr}");
+note 'the call ended with: ' . ($r->{message} // '(none)') . ' / ' . ($r->{detail} // '');
 $bg->{stderr} = '';
 is(mark_ms(), $mark, 'the mark did not move (the write is stalled)');
 my $s = $t->status;
@@ -54,17 +57,18 @@ cmp_ok($s->{last_unix_ms}, '<=', $s->{reserved_until_ms}, 'no ID in the first ms
 # What was issued last, before the crash.
 $t->record('last ID before the crash', $s->{last_id});
 
-# A crash while the write is stalled: the file holds the old mark.  Where
-# generation ran ahead of the clock, the restarted server's first IDs lie just
-# past that mark (max_lead_ms), where an ID issued before the crash would be
-# issued again.
+# A crash while the write is stalled: the file holds the old mark; the
+# restarted server's first IDs lie in the first ms past it.
 $bg->quit;
 $t->kill9;
 SnowflakeTest::strace_stop($stall);
-$t->node->start;
-$t->ids('SELECT snowflake_next() FROM generate_series(1, 10000)', 'after the crash', count => 10000);
+$t->start;
+$t->ids('SELECT snowflake_next() FROM generate_series(1, 10000)', 'after the crash, in the first ms past the mark',
+	count => 10000);
 
-# --- A failed fsync of the temporary file (and only of it: -P).
+# --- A failed fsync of the temporary file (and only of it: -P), on the real clock.
+$t->set_clock('+0');
+$t->restart;
 $t->next_id('before the fsync error');
 $writer = $t->writer_pid;
 $mark = mark_ms();
@@ -79,7 +83,7 @@ cmp_ok($s2->{last_unix_ms}, '<=', $mark, 'no ID past the mark while the fsync fa
 SnowflakeTest::strace_stop($eio);
 $t->ids("SET snowflake.max_wait_ms = 10000;\nSELECT snowflake_next() FROM generate_series(1, 1000)",
 	'fsync works again', count => 1000);
-$t->node->restart;
+$t->restart;
 $t->ids('SELECT snowflake_next() FROM generate_series(1, 1000)', 'after a restart', count => 1000);
 
 $t->stop;
