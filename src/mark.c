@@ -39,6 +39,8 @@
  */
 static int	sf_writer_failures = 0;
 
+static void sf_mark_writer_adopt(void);
+
 /* Backend-local: the mark at which this backend last woke the writer. */
 static uint64 sf_woke_writer_at = PG_UINT64_MAX;
 
@@ -307,6 +309,10 @@ sf_mark_writer_step(void)
 
 	if (sf_shared->status != SF_STATE_OK || RecoveryInProgress())
 		return Max(sf_reservation_ms / 2, 10);
+
+	/* An adoption a caller waits for. */
+	if (pg_atomic_read_u32(&sf_shared->adopt_wanted) != 0)
+		sf_mark_writer_adopt();
 
 	/*
 	 * The owner's file records the timeline it is on (after a promotion or an
@@ -779,25 +785,19 @@ sf_mark_replayed(uint64 mark_tick)
 }
 
 /*
- * Adopt the node state of the data directory this one was copied from: from
- * now on this data directory owns it.  The caller has checked that this is
- * what the operator wants (snowflake_adopt_state(), or
- * snowflake.failover_adopt on promotion).
+ * Write the adoption (under the lock, which the caller holds): the state file
+ * names this data directory as the owner.  Records a failure for waiting
+ * callers like a failed raise of the mark.
  */
-void
-sf_state_adopt(void)
+static SnowflakeStateResult
+sf_adopt_write(SnowflakeIdentity *old_owner)
 {
 	SnowflakeStateImage img;
-	SnowflakeStateResult res;
-	SnowflakeIdentity old_owner;
+	SnowflakeStateResult res = {true, 0, SF_STEP_NONE};
 
-	LWLockAcquire(sf_shared->lock, LW_EXCLUSIVE);
 	if (!sf_shared->copied)
-	{
-		LWLockRelease(sf_shared->lock);
-		return;
-	}
-	old_owner = sf_shared->owner;
+		return res;
+	*old_owner = sf_shared->owner;
 	memset(&img, 0, sizeof(img));
 	img.mark = pg_atomic_read_u64(&sf_shared->reserved);
 	sf_mark_clock(&img);
@@ -807,16 +807,127 @@ sf_state_adopt(void)
 	if (res.ok)
 	{
 		sf_shared->owner = sf_shared->self;
-		sf_shared->copied = false;
 		sf_shared->file_tli = img.timeline;
+		pg_write_barrier();
+		sf_shared->copied = false;
 	}
+	else
+	{
+		pg_atomic_write_u32(&sf_shared->fail_errno, (uint32) res.save_errno);
+		pg_atomic_write_u32(&sf_shared->fail_step, (uint32) res.step);
+		pg_write_barrier();
+		pg_atomic_fetch_add_u64(&sf_shared->write_failures, 1);
+	}
+	pg_atomic_fetch_add_u64(&sf_shared->writes, 1);
+	return res;
+}
+
+/* The writer's part of an adoption a caller asked for (after recovery). */
+static void
+sf_mark_writer_adopt(void)
+{
+	SnowflakeStateResult res;
+	SnowflakeIdentity old_owner;
+
+	LWLockAcquire(sf_shared->lock, LW_EXCLUSIVE);
+	pg_atomic_write_u32(&sf_shared->adopt_wanted, 0);
+	res = sf_adopt_write(&old_owner);
 	LWLockRelease(sf_shared->lock);
+	ConditionVariableBroadcast(&sf_shared->mark_cv);
 
 	if (!res.ok)
-		sf_report_write(res.save_errno, res.step, ERROR, "The data directory stays a copy: generation still refuses.");
-	ereport(LOG,
-			(errmsg("snowflake node state adopted by this data directory (%s), from %s",
-					sf_identity_text(&sf_shared->self), sf_identity_text(&old_owner))));
+		sf_report_write(res.save_errno, res.step, LOG, "The data directory stays a copy: generation still refuses.");
+	else
+		ereport(LOG,
+				(errmsg("snowflake node state adopted by this data directory (%s), from %s",
+						sf_identity_text(&sf_shared->self), sf_identity_text(&old_owner))));
+}
+
+/*
+ * Adopt the node state of the data directory this one was copied from: from
+ * now on this data directory owns it.  The caller has checked that this is
+ * what the operator wants (snowflake_adopt_state(), or
+ * snowflake.failover_adopt on promotion).  The reservation writer writes it;
+ * the caller waits on the condition variable, cancellably, at most
+ * snowflake.max_wait_ms (at least SF_MARK_GRACE_MS), never for the lock.
+ * With no writer running it writes here, if the lock is free.
+ */
+void
+sf_state_adopt(void)
+{
+	int64		deadline = sf_mono_ns() + (int64) Max(sf_max_wait_ms, SF_MARK_GRACE_MS) * SF_NS_PER_MS;
+	uint64		failures = pg_atomic_read_u64(&sf_shared->write_failures);
+	bool		prepared = false;
+
+	if (!sf_shared->copied)
+		return;					/* nothing to adopt: no lock, no wait */
+
+	pg_atomic_write_u32(&sf_shared->adopt_wanted, 1);
+	for (;;)
+	{
+		Latch	   *latch;
+		int64		left;
+
+		pg_read_barrier();
+		if (!sf_shared->copied)
+			break;
+		if (pg_atomic_read_u64(&sf_shared->write_failures) != failures)
+		{
+			if (prepared)
+				ConditionVariableCancelSleep();
+			sf_report_write((int) pg_atomic_read_u32(&sf_shared->fail_errno),
+							(SnowflakeWriteStep) pg_atomic_read_u32(&sf_shared->fail_step), ERROR,
+							"The data directory stays a copy: generation still refuses.");
+		}
+
+		latch = (Latch *) sf_shared->worker_latch;
+		if (latch != NULL)
+			SetLatch(latch);
+		else if (LWLockConditionalAcquire(sf_shared->lock, LW_EXCLUSIVE))
+		{
+			SnowflakeIdentity old_owner;
+			SnowflakeStateResult res;
+
+			res = sf_adopt_write(&old_owner);
+			LWLockRelease(sf_shared->lock);
+			ConditionVariableBroadcast(&sf_shared->mark_cv);
+			if (prepared)
+				ConditionVariableCancelSleep();
+			if (!res.ok)
+				sf_report_write(res.save_errno, res.step, ERROR, "The data directory stays a copy: generation still refuses.");
+			pg_atomic_fetch_add_u64(&sf_shared->caller_writes, 1);
+			ereport(LOG,
+					(errmsg("snowflake node state adopted by this data directory (%s), from %s",
+							sf_identity_text(&sf_shared->self), sf_identity_text(&old_owner))));
+			return;
+		}
+
+		left = deadline - sf_mono_ns();
+		if (left <= 0)
+		{
+			if (prepared)
+				ConditionVariableCancelSleep();
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("adoption of the snowflake node state could not be written within snowflake.max_wait_ms (%d ms)",
+							sf_max_wait_ms),
+					 errdetail("The reservation writer writes the adoption; its write of \"%s\" is not complete (a slow or stalled disk, or no writer running).",
+							   SF_STATE_FILE),
+					 errhint("Check the storage of the data directory and the server log, then try again. "
+							 "A larger snowflake.max_wait_ms lets the call wait longer.")));
+		}
+		if (!prepared)
+		{
+			ConditionVariablePrepareToSleep(&sf_shared->mark_cv);
+			prepared = true;
+			continue;
+		}
+		(void) ConditionVariableTimedSleep(&sf_shared->mark_cv,
+										   Min(left / SF_NS_PER_MS + 1, 100),
+										   PG_WAIT_EXTENSION);
+	}
+	if (prepared)
+		ConditionVariableCancelSleep();
 }
 
 /*
@@ -838,13 +949,18 @@ sf_mark_record_hold(bool wait)
 
 	if (wait)
 		LWLockAcquire(sf_shared->lock, LW_EXCLUSIVE);
-	else if (!LWLockConditionalAcquire(sf_shared->lock, LW_EXCLUSIVE))
+	else
 	{
+		/* A caller never writes while a writer runs: the writer records it at its next look. */
 		Latch	   *latch = (Latch *) sf_shared->worker_latch;
 
 		if (latch != NULL)
+		{
 			SetLatch(latch);
-		return;
+			return;
+		}
+		if (!LWLockConditionalAcquire(sf_shared->lock, LW_EXCLUSIVE))
+			return;
 	}
 	memset(&img, 0, sizeof(img));
 	img.mark = pg_atomic_read_u64(&sf_shared->reserved);

@@ -142,6 +142,7 @@ typedef struct SnowflakeShared
 	pg_atomic_uint64 writes;	/* write attempts, done */
 	pg_atomic_uint64 write_failures;	/* of which failed */
 	pg_atomic_uint64 caller_writes;	/* raises done by callers: no writer ran */
+	pg_atomic_uint32 adopt_wanted;	/* a caller waits for the writer to write an adoption */
 	pg_atomic_uint32 fail_errno;	/* the last failure: errno and step */
 	pg_atomic_uint32 fail_step;
 	void	   *volatile worker_latch;	/* the writer's latch, NULL when none runs */
