@@ -99,10 +99,28 @@ state_is('ok', 'version 1 state file of this directory');
 my $id = $t->next_id('version 1 state file: first ID');
 cmp_ok(id_unix_ms($id) - $SnowflakeTest::EPOCH_UNIX_MS, '>', $mark, 'the first ID lies above the version 1 mark');
 $t->stop;
-is(-s $file, 72, 'the next write made it a version 2 file');
+is(-s $file, 80, 'the next write made it a version 3 file');
 $t->start;
-state_is('ok', 'version 2 file written from a version 1 one');
+state_is('ok', 'version 3 file written from a version 1 one');
 $t->next_id('after the upgrade of the file');
+
+# A version 2 file (snowflake 1.2: 72 bytes, no timeline) is read too.
+$now_ms = $t->query('SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint');
+$mark = $now_ms + 3000 - $SnowflakeTest::EPOCH_UNIX_MS;
+$t->stop;
+$body = pack('V V Q< Q< q< Q< q< V V Q<', 0x534E4F57, 2, $sysid, $mark, $now_ms, $ino, 0, 0, 0, $dev);
+open $fh, '>:raw', $file or die "could not write $file: $!";
+print $fh $body . pack('V V', crc32c($body), 0);
+close $fh;
+is(-s $file, 72, 'a version 2 state file, 72 bytes');
+$t->start;
+state_is('ok', 'version 2 state file of this directory');
+$id = $t->next_id('version 2 state file: first ID');
+cmp_ok(id_unix_ms($id) - $SnowflakeTest::EPOCH_UNIX_MS, '>', $mark, 'the first ID lies above the version 2 mark');
+$t->stop;
+is(-s $file, 80, 'the next write made it a version 3 file');
+$t->start;
+$t->next_id('after the upgrade of the version 2 file');
 
 $t->summary;
 $t->stop;
