@@ -27,9 +27,10 @@
  *   server runs.  It is raised only by the holder of SnowflakeShared->lock in
  *   exclusive mode, after the state file that records the new value has been
  *   fsynced and durably renamed.  Readers load it without a lock.
- * - Only writers of the state file take the lock: the reservation writer, the
- *   startup process replaying a mark, adoption, and a caller when no writer
- *   runs (without waiting for the lock).  Callers that need a higher mark wait
+ * - Only writers of the state file take the lock: the reservation writer
+ *   (marks, adoption, clock holds, the timeline), the startup process
+ *   replaying a mark, and a caller only when no writer runs (without waiting
+ *   for the lock).  Callers that need a higher mark wait
  *   on mark_cv, which is broadcast after every write attempt: cancellable,
  *   bounded by snowflake.max_wait_ms, never in LWLockAcquire.
  * - worker_latch is set and cleared by the worker itself; anyone may read it
@@ -37,8 +38,10 @@
  *   of another process, nothing more).
  * - The state fields (status, message, floor, self) are set at shared memory
  *   start-up, in the postmaster, before any backend exists, and are read-only
- *   afterwards.  owner and copied change only under the lock (adoption);
- *   copied is read without it.
+ *   afterwards.  owner, copied and file_tli change only under the lock
+ *   (adoption, writes) or at start-up; copied and file_tli are read without
+ *   it.  adopt_wanted is set by a caller that waits for an adoption and
+ *   cleared by the writer.
  * - Counters and the writer's timings are atomics, updated without a lock.
  * - The clock watch (clock_base, clock_held, clock_max_jump) and the episode
  *   flags of a slot (rolling_back, refusal_streak) are atomics: an episode's
