@@ -18,6 +18,7 @@ use lib $FindBin::RealBin;
 use PostgreSQL::Test::Utils;
 use SnowflakeTest;
 use Test::More;
+use Time::HiRes qw(usleep);
 
 my $dir = PostgreSQL::Test::Utils::tempdir();
 my $shim = "$dir/fake_identity.so";
@@ -115,6 +116,25 @@ close $fh;
 is(-s $file, 72, 'a version 2 state file, 72 bytes');
 $t->start;
 state_is('ok', 'version 2 state file of this directory');
+
+# Its mark lies ahead (no raise is due), yet the writer records the timeline at
+# once, before any ID: a copy taken from now on is known for one.
+my $tli = -1;
+for (1 .. 300)
+{
+	if (-s $file == 80)
+	{
+		open my $in, '<:raw', $file or die "could not read $file: $!";
+		local $/;
+		my $bytes = <$in>;
+		close $in;
+		$tli = unpack('V', substr($bytes, 64, 4));
+		last if $tli == 1;
+	}
+	usleep(100_000);
+}
+is($tli, 1, 'the writer rewrote the version 2 file as version 3 with timeline 1, before any ID');
+cmp_ok(SnowflakeTest::state_file_mark($t), '==', $mark, 'with the same mark');
 $id = $t->next_id('version 2 state file: first ID');
 cmp_ok(id_unix_ms($id) - $SnowflakeTest::EPOCH_UNIX_MS, '>', $mark, 'the first ID lies above the version 2 mark');
 $t->stop;

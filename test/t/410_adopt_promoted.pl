@@ -21,8 +21,6 @@ use Time::HiRes qw(usleep);
 
 my $p = SnowflakeTest->new('primary', allows_streaming => 1);
 $p->start;
-$p->query('CREATE EXTENSION snowflake; CREATE TABLE t (id bigint PRIMARY KEY)');
-$p->query('ALTER SYSTEM SET snowflake.failover_adopt = on; SELECT pg_reload_conf()');
 
 # The state file's timeline (version 3: a u32 at offset 64).
 sub file_timeline
@@ -37,7 +35,7 @@ sub file_timeline
 }
 
 # A new file is created by the postmaster, which does not know the timeline:
-# the writer records it at once, before any ID.
+# the writer records it at once, before the extension exists or any ID is issued.
 my $tli;
 for (1 .. 300)
 {
@@ -46,6 +44,10 @@ for (1 .. 300)
 	usleep(100_000);
 }
 is($tli, 1, 'the new state file records timeline 1 before any ID is issued');
+
+$p->query('CREATE EXTENSION snowflake; CREATE TABLE t (id bigint PRIMARY KEY)');
+$p->query('ALTER SYSTEM SET snowflake.failover_adopt = on; SELECT pg_reload_conf()');
+
 $p->ids('SELECT snowflake_next() FROM generate_series(1, 1000)', 'primary before the backup', count => 1000);
 $p->query('INSERT INTO t SELECT snowflake_next() FROM generate_series(1, 1000)');
 $p->node->backup('b');
