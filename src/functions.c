@@ -353,7 +353,9 @@ snowflake_state(PG_FUNCTION_ARGS)
 		elog(ERROR, "snowflake_state() is declared with %d columns, this library knows %d",
 			 tupdesc->natts, SF_STATE_COLS);
 
-	if (sf_shared->status != SF_STATE_OK)
+	if (sf_shared->status == SF_STATE_UNREADABLE)
+		state = "unreadable";
+	else if (sf_shared->status != SF_STATE_OK)
 		state = "damaged";
 	else if (sf_shared->copied)
 		state = "copy";

@@ -62,6 +62,15 @@ sf_check_can_generate(const char *caller)
 
 	if (unlikely(sf_shared->copied))
 	{
+		if (sf_failover_adopt && !sf_mark_promoted())
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("%s refused: this data directory is a copy of the one that owns the node state", caller),
+					 errdetail("snowflake.failover_adopt adopts the node state only after this server was promoted "
+							   "(its timeline is past the one its state file records); this copy was not promoted, "
+							   "so the original may still issue the same IDs under this node."),
+					 errhint("If this server replaces that one for good, stop the original, then run SELECT snowflake_adopt_state(). "
+							 "If it is a new server, first give it its own snowflake.datacenter_id and snowflake.machine_id, then run it.")));
 		if (!sf_failover_adopt)
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -74,13 +83,20 @@ sf_check_can_generate(const char *caller)
 		sf_state_adopt();
 	}
 
+	if (sf_shared->status == SF_STATE_UNREADABLE)
+		ereport(ERROR,
+				(errcode(ERRCODE_IO_ERROR),
+				 errmsg("could not read snowflake state file \"%s\"", SF_STATE_FILE),
+				 errdetail("%s", sf_shared->message),
+				 errhint("No ID is issued until the file can be read. Fix its permissions or the storage, then restart the server. "
+						 "Do not remove the file: it holds the durable mark.")));
 	if (sf_shared->status != SF_STATE_OK)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("snowflake state file \"%s\" is damaged", SF_STATE_FILE),
 				 errdetail("%s", sf_shared->message),
-				 errhint("No ID is issued until it is repaired. Restore the file from a backup, or stop the server, "
-						 "make sure the clock is past the timestamp of every ID this server issued, "
+				 errhint("No ID is issued until it is repaired. Stop the server, make sure the clock is past the timestamp "
+						 "of every ID this server issued (an older copy of the file is no remedy: it holds an older mark), "
 						 "remove the file and start the server.")));
 }
 

@@ -18,6 +18,7 @@
 #include "postgres.h"
 
 #include "access/xlog.h"
+#include "access/xlogrecovery.h"
 #include "miscadmin.h"
 #include "storage/condition_variable.h"
 #include "storage/latch.h"
@@ -27,8 +28,21 @@
 
 /* How far ahead slow writes may push the mark: bounds the wait after a crash. */
 #define SF_AHEAD_MAX_MS		60000
-/* A writer retries a failed write after this long. */
+/* A writer retries a failed write after this long, doubling while it keeps failing, up to the cap. */
 #define SF_RETRY_MS			100
+#define SF_RETRY_MAX_MS		10000
+
+/*
+ * The reservation writer's episode of failed writes (that process only): how
+ * many attempts in a row failed.  Only the first is logged; the write that
+ * ends the episode logs the count.
+ */
+static int	sf_writer_failures = 0;
+
+/* When the next attempt after a failed write is due (monotonic ns). */
+static int64 sf_writer_retry_ns = 0;
+
+static void sf_mark_writer_adopt(void);
 /* The writer looks at the clock at least this often. */
 #define SF_WATCH_LOOK_MS	1000
 
@@ -80,6 +94,39 @@ sf_issued_high(void)
 	return high;
 }
 
+/*
+ * This data directory's timeline now, for the state file: during recovery the
+ * timeline being replayed, afterwards the one WAL is written on.
+ */
+static uint32
+sf_timeline_now(void)
+{
+	TimeLineID	tli = 0;
+
+	if (RecoveryInProgress())
+		(void) GetXLogReplayRecPtr(&tli);
+	else
+		tli = GetWALInsertionTimeLine();
+	return (uint32) tli;
+}
+
+/*
+ * Whether this server was promoted (a standby, or an archive recovery, that
+ * ended on a new timeline) since its state file was written: its timeline is
+ * past the one the file records.  A copy started as a server of its own (a
+ * base backup, a restored or copied data directory) stays on the timeline of
+ * the file it was copied with, so snowflake.failover_adopt does not adopt it.
+ * A file that records no timeline (written before 1.3) proves nothing.
+ */
+bool
+sf_mark_promoted(void)
+{
+	uint32		file_tli = sf_shared->file_tli;
+
+	return file_tli != 0 && !RecoveryInProgress() &&
+		(uint32) GetWALInsertionTimeLine() > file_tli;
+}
+
 /* The clock part of a state file image: the trusted time, and whether generation is held. */
 static void
 sf_mark_clock(SnowflakeStateImage *img)
@@ -97,7 +144,7 @@ sf_report_write(int save_errno, SnowflakeWriteStep step, int elevel, const char 
 	sf_write_step_text(step, &action, &path);
 	errno = save_errno;
 	ereport(elevel,
-			(errcode_for_file_access(),
+			(save_errno == EDQUOT ? errcode(ERRCODE_DISK_FULL) : errcode_for_file_access(),
 			 errmsg("could not %s snowflake state file \"%s\": %m", action, path),
 			 detail ? errdetail("%s", detail) : 0,
 			 errhint("Check free space, permissions and the health of the storage of the data directory.")));
@@ -142,6 +189,7 @@ sf_mark_write(int64 target, bool wait, bool by_writer)
 	img.mark = (uint64) target;
 	sf_mark_clock(&img);
 	img.owner = sf_shared->owner;
+	img.timeline = sf_timeline_now();
 	res = sf_statefile_write(&img);
 
 	took = sf_mono_ns() - started;
@@ -156,6 +204,7 @@ sf_mark_write(int64 target, bool wait, bool by_writer)
 		pg_write_barrier();
 		pg_atomic_write_u64(&sf_shared->reserved, (uint64) target);
 		pg_atomic_write_u32(&sf_shared->clock_held_recorded, img.held ? 1 : 0);
+		sf_shared->file_tli = img.timeline;
 	}
 	else
 	{
@@ -171,9 +220,64 @@ sf_mark_write(int64 target, bool wait, bool by_writer)
 
 	ConditionVariableBroadcast(&sf_shared->mark_cv);
 
-	if (!res.ok)
+	if (!res.ok && (!by_writer || sf_writer_failures == 0))
 		sf_report_write(res.save_errno, res.step, LOG,
+						by_writer ?
+						"No ID beyond the durable high-water mark is issued until the mark can be written. "
+						"The reservation writer retries less and less often (at most every 10 s, at once when a call waits); "
+						"further failures are not logged until a write succeeds." :
 						"No ID beyond the durable high-water mark is issued until the mark can be written.");
+	return res.ok;
+}
+
+/*
+ * The writer's outcome of a write: after a failure, how long to wait before
+ * the next attempt (doubling, capped; a waiting caller wakes it sooner); after
+ * a success that ends an episode of failures, one LOG with their count.
+ */
+static long
+sf_writer_outcome(bool ok)
+{
+	if (ok)
+	{
+		if (sf_writer_failures > 0)
+			ereport(LOG,
+					(errmsg("snowflake state file \"%s\" written again, after %d failed attempts",
+							SF_STATE_FILE, sf_writer_failures)));
+		sf_writer_failures = 0;
+		return 0;
+	}
+	sf_writer_failures++;
+	return Min((long) SF_RETRY_MS << Min(sf_writer_failures - 1, 10), (long) SF_RETRY_MAX_MS);
+}
+
+/*
+ * Rewrite the state file as it is, with this data directory's timeline (the
+ * writer, after recovery).  Returns whether it was written.
+ */
+static bool
+sf_mark_record_timeline(void)
+{
+	SnowflakeStateImage img;
+	SnowflakeStateResult res;
+
+	LWLockAcquire(sf_shared->lock, LW_EXCLUSIVE);
+	memset(&img, 0, sizeof(img));
+	img.mark = pg_atomic_read_u64(&sf_shared->reserved);
+	sf_mark_clock(&img);
+	img.owner = sf_shared->owner;
+	img.timeline = sf_timeline_now();
+	res = sf_statefile_write(&img);
+	if (res.ok)
+	{
+		sf_shared->file_tli = img.timeline;
+		pg_atomic_write_u32(&sf_shared->clock_held_recorded, img.held ? 1 : 0);
+	}
+	LWLockRelease(sf_shared->lock);
+
+	if (!res.ok && sf_writer_failures == 0)
+		sf_report_write(res.save_errno, res.step, LOG,
+						"The state file does not record this data directory's timeline yet.");
 	return res.ok;
 }
 
@@ -192,9 +296,27 @@ sf_mark_target(int64 need_tick)
  * before the next look (it is woken sooner when callers need it).
  */
 long
-sf_mark_writer_step(void)
+sf_mark_writer_step(bool woken)
 {
-	long		sleep_ms = sf_mark_writer_look();
+	int64		now = sf_mono_ns();
+	long		sleep_ms;
+
+	/*
+	 * Backing off after failed writes: until the next attempt is due, or a
+	 * caller wakes the writer, only the clock is looked at (W3), and nothing
+	 * is written, logged or WAL-logged.
+	 */
+	if (!woken && sf_writer_failures > 0 && now < sf_writer_retry_ns)
+	{
+		int64		held_ms;
+
+		(void) sf_watch_look(sf_wall_ns(), &held_ms, false);
+		return Max(Min((sf_writer_retry_ns - now) / SF_NS_PER_MS + 1, SF_WATCH_LOOK_MS), 1);
+	}
+
+	sleep_ms = sf_mark_writer_look();
+	if (sf_writer_failures > 0)
+		sf_writer_retry_ns = now + (int64) sleep_ms * SF_NS_PER_MS;
 
 	/* The clock watch is looked at every second whatever the window (W3). */
 	return Min(sleep_ms, SF_WATCH_LOOK_MS);
@@ -221,6 +343,23 @@ sf_mark_writer_look(void)
 	if (sf_shared->status != SF_STATE_OK || RecoveryInProgress())
 		return Max(sf_reservation_ms / 2, 10);
 
+	/* An adoption a caller waits for. */
+	if (pg_atomic_read_u32(&sf_shared->adopt_wanted) != 0)
+		sf_mark_writer_adopt();
+
+	/*
+	 * The owner's file records the timeline it is on (after a promotion or an
+	 * archive recovery of this data directory, or a file of 1.2): a copy taken
+	 * from now on is known for one, whatever snowflake.failover_adopt says.
+	 */
+	if (!sf_shared->copied && sf_shared->file_tli != (uint32) GetWALInsertionTimeLine())
+	{
+		long		retry = sf_writer_outcome(sf_mark_record_timeline());
+
+		if (retry > 0)
+			return retry;
+	}
+
 	high = Max(sf_issued_high(), (int64) pg_atomic_read_u64(&sf_shared->demand));
 	reserved = (int64) pg_atomic_read_u64(&sf_shared->reserved);
 	if (high < 0 || high + sf_mark_margin_ms() <= reserved)
@@ -229,9 +368,8 @@ sf_mark_writer_look(void)
 	target = sf_mark_target(high);
 	if (target <= reserved)
 		return Max(sf_reservation_ms / 2, 10);	/* at the end of the ID space */
-	if (!sf_mark_write(target, true, true))
-		return SF_RETRY_MS;
-	return 0;					/* look again at once: generation may have moved on */
+	/* 0 after a success: look again at once, generation may have moved on. */
+	return sf_writer_outcome(sf_mark_write(target, true, true));
 }
 
 /* Refuse a caller whose wait for the mark did not end by its deadline. */
@@ -359,6 +497,19 @@ sf_mark_nudge(int64 last_tick, int64 now_tick)
 		sf_raise_failed_tick = now_tick;
 }
 
+/* The state file could not be read: its contents are unknown, so generation refuses. */
+static void
+sf_state_unreadable(SnowflakeShared *shared, const char *why)
+{
+	strlcpy(shared->message, why, sizeof(shared->message));
+	shared->status = SF_STATE_UNREADABLE;
+	ereport(WARNING,
+			(errmsg("could not read snowflake state file \"%s\"", SF_STATE_FILE),
+			 errdetail("%s", shared->message),
+			 errhint("snowflake_next() refuses until the file can be read. Fix its permissions or the storage, "
+					 "then restart the server. Do not remove the file: it holds the durable mark.")));
+}
+
 /* Mark the state unusable, with a reason for the error's detail. */
 static void
 sf_state_damaged(SnowflakeShared *shared, const char *fmt,...) pg_attribute_printf(2, 3);
@@ -379,10 +530,74 @@ sf_state_damaged(SnowflakeShared *shared, const char *fmt,...)
 }
 
 /*
+ * Import the mark of the cluster this one was upgraded from (pg_upgrade
+ * carries neither the state file nor WAL): the operator copies the old
+ * cluster's snowflake.state to snowflake.state.import in this data directory
+ * before starting it.  The mark only ever goes up (the higher of the two is
+ * kept), so importing a file, even the wrong one, never lowers it; a file
+ * that cannot be read or is damaged stops generation until it is replaced or
+ * removed.  Once recorded, the import file is renamed to
+ * snowflake.state.imported.  Returns whether generation is held for a clock
+ * jump (held: what the own file said).
+ */
+static bool
+sf_mark_import(SnowflakeShared *shared, bool held, bool *imported)
+{
+	SnowflakeStateImage imp;
+	SnowflakeStateImage img;
+	SnowflakeStateResult res;
+	SnowflakeReadStatus st;
+	char		why[sizeof(shared->message)];
+
+	*imported = false;
+	st = sf_statefile_read_path(SF_STATE_IMPORT_FILE, true, &imp, why, sizeof(why));
+	if (st == SF_READ_MISSING || shared->status != SF_STATE_OK)
+		return held;
+	if (st != SF_READ_OK)
+	{
+		sf_state_damaged(shared, "The mark to import, \"%s\", cannot be used: %s "
+						 "Replace it with the old cluster's \"%s\", or remove it, and restart.",
+						 SF_STATE_IMPORT_FILE, why, SF_STATE_FILE);
+		return held;
+	}
+
+	memset(&img, 0, sizeof(img));
+	img.mark = Max(shared->floor, imp.mark);
+	img.wall_unix_ms = Max((int64) shared->clock_seen, imp.wall_unix_ms);
+	img.held = held || imp.held;
+	img.owner = shared->owner;
+	img.timeline = shared->file_tli;
+	res = sf_statefile_write(&img);
+	if (!res.ok)
+	{
+		const char *action;
+		const char *path;
+
+		sf_write_step_text(res.step, &action, &path);
+		sf_state_damaged(shared, "The mark in \"%s\" could not be recorded (%s %s): %s.",
+						 SF_STATE_IMPORT_FILE, action, path, strerror(res.save_errno));
+		return held;
+	}
+	shared->floor = img.mark;
+	shared->clock_seen = img.wall_unix_ms > 0 ? (uint64) img.wall_unix_ms : 0;
+	*imported = true;
+	if (rename(SF_STATE_IMPORT_FILE, SF_STATE_IMPORTED_FILE) != 0)
+		ereport(LOG,
+				(errmsg("could not rename \"%s\" to \"%s\": %m", SF_STATE_IMPORT_FILE, SF_STATE_IMPORTED_FILE),
+				 errdetail("Its mark is recorded; it is imported again at the next start, which changes nothing.")));
+	ereport(LOG,
+			(errmsg("snowflake imported the durable mark " INT64_FORMAT " (Unix ms) from \"%s\"; generation starts above " INT64_FORMAT " (Unix ms)",
+					(int64) imp.mark + SF_EPOCH_UNIX_MS, SF_STATE_IMPORT_FILE,
+					(int64) img.mark + SF_EPOCH_UNIX_MS)));
+	return img.held;
+}
+
+/*
  * Load the state file into shared.  A missing file is a new cluster: the file
  * is created at once, so that every later copy of this data directory carries
  * its owner.  A damaged one stops generation; it is never rewritten.
- * Returns whether a file was read; *out holds it.
+ * An import (sf_mark_import) is taken in after the own file.  Returns whether
+ * a file was read (or imported); *out holds it, with the import's time and hold.
  */
 static bool
 sf_mark_load(SnowflakeShared *shared, SnowflakeStateImage *out)
@@ -390,11 +605,14 @@ sf_mark_load(SnowflakeShared *shared, SnowflakeStateImage *out)
 	SnowflakeStateImage img;
 	SnowflakeReadStatus st;
 	char		why[sizeof(shared->message)];
+	bool		imported;
+	bool		held;
 
 	shared->status = SF_STATE_OK;
 	shared->floor = 0;
 	shared->clock_seen = 0;
 	shared->copied = false;
+	shared->file_tli = 0;
 
 	if (!sf_datadir_identity(&shared->self))
 	{
@@ -404,6 +622,11 @@ sf_mark_load(SnowflakeShared *shared, SnowflakeStateImage *out)
 	shared->owner = shared->self;
 
 	st = sf_statefile_read(&img, why, sizeof(why));
+	if (st == SF_READ_UNREADABLE)
+	{
+		sf_state_unreadable(shared, why);
+		return false;
+	}
 	if (st == SF_READ_DAMAGED)
 	{
 		sf_state_damaged(shared, "%s", why);
@@ -416,6 +639,7 @@ sf_mark_load(SnowflakeShared *shared, SnowflakeStateImage *out)
 		memset(&img, 0, sizeof(img));
 		img.wall_unix_ms = sf_wall_unix_ms();
 		img.owner = shared->self;
+		/* The timeline is not known in the postmaster: the writer records it. */
 		res = sf_statefile_write(&img);
 		if (!res.ok)
 		{
@@ -430,9 +654,17 @@ sf_mark_load(SnowflakeShared *shared, SnowflakeStateImage *out)
 		ereport(LOG,
 				(errmsg("snowflake state file \"%s\" created; generation starts from the clock",
 						SF_STATE_FILE)));
-		return false;
+		held = sf_mark_import(shared, false, &imported);
+		if (!imported)
+			return false;
+		memset(out, 0, sizeof(*out));
+		out->mark = shared->floor;
+		out->wall_unix_ms = (int64) shared->clock_seen;
+		out->held = held;
+		return true;
 	}
 
+	shared->file_tli = img.timeline;
 	shared->floor = img.mark;
 	shared->clock_seen = img.wall_unix_ms > 0 ? (uint64) img.wall_unix_ms : 0;
 	if (sf_identity_same(&img.owner, &shared->self))
@@ -455,6 +687,12 @@ sf_mark_load(SnowflakeShared *shared, SnowflakeStateImage *out)
 			(errmsg("snowflake generation starts above " INT64_FORMAT " (Unix ms), from a %s",
 					(int64) img.mark + SF_EPOCH_UNIX_MS,
 					img.clean ? "clean shutdown" : "reservation")));
+	img.held = sf_mark_import(shared, img.held, &imported);
+	if (imported)
+	{
+		img.mark = shared->floor;
+		img.wall_unix_ms = (int64) shared->clock_seen;
+	}
 	*out = img;
 	return true;
 }
@@ -527,6 +765,7 @@ sf_mark_shutdown(SnowflakeShared *shared)
 	img.mark = last;
 	sf_mark_clock(&img);
 	img.owner = shared->owner;
+	img.timeline = shared->file_tli;	/* the postmaster does not know it: the last recorded */
 	img.clean = true;
 	res = sf_statefile_write(&img);
 	if (!res.ok)
@@ -537,16 +776,27 @@ sf_mark_shutdown(SnowflakeShared *shared)
 /*
  * Replay of a mark logged by the primary (startup process, on a standby and in
  * crash recovery): record it in this server's own state file, then lift every
- * node above it.  Only a mark the file holds is published.  If the file cannot
- * be written, recovery stops with the error (as it does when PostgreSQL cannot
- * write its own files): a restart replays this record again, so the mark is
- * never forgotten by a standby that is later promoted.
+ * node above it.  Only a mark the file holds is published.
+ *
+ * If the file cannot be written: on a standby, or on a copy of a data
+ * directory (a base backup replaying the WAL it was taken with), the mark may
+ * be one that only WAL holds, so recovery stops with the error (as it does
+ * when PostgreSQL cannot write its own files): a restart replays this record
+ * again, and the mark is never forgotten by a standby that is later promoted.
+ * In a primary's own crash recovery the file already holds every mark that
+ * was published (each mark was logged before its write, and published only
+ * once written): a record whose write failed then was never published, so
+ * recovery goes on with a WARNING; the nodes are lifted above the mark all
+ * the same, and generation passes the file's mark only once a higher one is
+ * written.
  */
 void
 sf_mark_replayed(uint64 mark_tick)
 {
 	uint64		start_word = SF_WORD(mark_tick, SF_MAX_SEQUENCE);
 	SnowflakeStateResult res = {true, 0, SF_STEP_NONE};
+	uint32		timeline = sf_timeline_now();
+	bool		own_crash;
 
 	if (sf_shared == NULL)
 		return;
@@ -563,15 +813,19 @@ sf_mark_replayed(uint64 mark_tick)
 			img.mark = mark_tick;
 			sf_mark_clock(&img);
 			img.owner = sf_shared->owner;
+			img.timeline = timeline;
 			res = sf_statefile_write(&img);
 		}
 		if (res.ok)
 		{
 			pg_write_barrier();
 			pg_atomic_write_u64(&sf_shared->reserved, mark_tick);
+			if (sf_shared->status == SF_STATE_OK)
+				sf_shared->file_tli = timeline;
 		}
 	}
-	if (res.ok)
+	own_crash = !StandbyMode && !sf_shared->copied;
+	if (res.ok || own_crash)
 	{
 		for (int i = 0; i < SF_NODE_COUNT; i++)
 		{
@@ -584,49 +838,161 @@ sf_mark_replayed(uint64 mark_tick)
 	}
 	LWLockRelease(sf_shared->lock);
 
-	if (!res.ok)
+	if (!res.ok && own_crash)
+		sf_report_write(res.save_errno, res.step, WARNING,
+						"While replaying a durable mark in crash recovery: this mark was never published (its write "
+						"failed before the crash), the state file holds every mark that was; recovery goes on, and no "
+						"ID beyond the file's mark is issued until a higher mark is written.");
+	else if (!res.ok)
 		sf_report_write(res.save_errno, res.step, ERROR,
 						"While replaying a durable mark logged by the primary: recovery stops here, so that this server "
 						"never forgets the mark. Once the file can be written, start the server again; replay resumes at this record.");
 }
 
 /*
- * Adopt the node state of the data directory this one was copied from: from
- * now on this data directory owns it.  The caller has checked that this is
- * what the operator wants (snowflake_adopt_state(), or
- * snowflake.failover_adopt on promotion).
+ * Write the adoption (under the lock, which the caller holds): the state file
+ * names this data directory as the owner.  Records a failure for waiting
+ * callers like a failed raise of the mark.
  */
-void
-sf_state_adopt(void)
+static SnowflakeStateResult
+sf_adopt_write(SnowflakeIdentity *old_owner)
 {
 	SnowflakeStateImage img;
-	SnowflakeStateResult res;
-	SnowflakeIdentity old_owner;
+	SnowflakeStateResult res = {true, 0, SF_STEP_NONE};
 
-	LWLockAcquire(sf_shared->lock, LW_EXCLUSIVE);
 	if (!sf_shared->copied)
-	{
-		LWLockRelease(sf_shared->lock);
-		return;
-	}
-	old_owner = sf_shared->owner;
+		return res;
+	*old_owner = sf_shared->owner;
 	memset(&img, 0, sizeof(img));
 	img.mark = pg_atomic_read_u64(&sf_shared->reserved);
 	sf_mark_clock(&img);
 	img.owner = sf_shared->self;
+	img.timeline = sf_timeline_now();
 	res = sf_statefile_write(&img);
 	if (res.ok)
 	{
 		sf_shared->owner = sf_shared->self;
+		sf_shared->file_tli = img.timeline;
+		pg_write_barrier();
 		sf_shared->copied = false;
 	}
+	else
+	{
+		pg_atomic_write_u32(&sf_shared->fail_errno, (uint32) res.save_errno);
+		pg_atomic_write_u32(&sf_shared->fail_step, (uint32) res.step);
+		pg_write_barrier();
+		pg_atomic_fetch_add_u64(&sf_shared->write_failures, 1);
+	}
+	pg_atomic_fetch_add_u64(&sf_shared->writes, 1);
+	return res;
+}
+
+/* The writer's part of an adoption a caller asked for (after recovery). */
+static void
+sf_mark_writer_adopt(void)
+{
+	SnowflakeStateResult res;
+	SnowflakeIdentity old_owner;
+
+	LWLockAcquire(sf_shared->lock, LW_EXCLUSIVE);
+	pg_atomic_write_u32(&sf_shared->adopt_wanted, 0);
+	res = sf_adopt_write(&old_owner);
 	LWLockRelease(sf_shared->lock);
+	ConditionVariableBroadcast(&sf_shared->mark_cv);
 
 	if (!res.ok)
-		sf_report_write(res.save_errno, res.step, ERROR, "The data directory stays a copy: generation still refuses.");
-	ereport(LOG,
-			(errmsg("snowflake node state adopted by this data directory (%s), from %s",
-					sf_identity_text(&sf_shared->self), sf_identity_text(&old_owner))));
+		sf_report_write(res.save_errno, res.step, LOG, "The data directory stays a copy: generation still refuses.");
+	else
+		ereport(LOG,
+				(errmsg("snowflake node state adopted by this data directory (%s), from %s",
+						sf_identity_text(&sf_shared->self), sf_identity_text(&old_owner))));
+}
+
+/*
+ * Adopt the node state of the data directory this one was copied from: from
+ * now on this data directory owns it.  The caller has checked that this is
+ * what the operator wants (snowflake_adopt_state(), or
+ * snowflake.failover_adopt on promotion).  The reservation writer writes it;
+ * the caller waits on the condition variable, cancellably, at most
+ * snowflake.max_wait_ms (at least SF_MARK_GRACE_MS), never for the lock.
+ * With no writer running it writes here, if the lock is free.
+ */
+void
+sf_state_adopt(void)
+{
+	int64		deadline = sf_mono_ns() + (int64) Max(sf_max_wait_ms, SF_MARK_GRACE_MS) * SF_NS_PER_MS;
+	uint64		failures = pg_atomic_read_u64(&sf_shared->write_failures);
+	bool		prepared = false;
+
+	if (!sf_shared->copied)
+		return;					/* nothing to adopt: no lock, no wait */
+
+	pg_atomic_write_u32(&sf_shared->adopt_wanted, 1);
+	for (;;)
+	{
+		Latch	   *latch;
+		int64		left;
+
+		pg_read_barrier();
+		if (!sf_shared->copied)
+			break;
+		if (pg_atomic_read_u64(&sf_shared->write_failures) != failures)
+		{
+			if (prepared)
+				ConditionVariableCancelSleep();
+			sf_report_write((int) pg_atomic_read_u32(&sf_shared->fail_errno),
+							(SnowflakeWriteStep) pg_atomic_read_u32(&sf_shared->fail_step), ERROR,
+							"The data directory stays a copy: generation still refuses.");
+		}
+
+		latch = (Latch *) sf_shared->worker_latch;
+		if (latch != NULL)
+			SetLatch(latch);
+		else if (LWLockConditionalAcquire(sf_shared->lock, LW_EXCLUSIVE))
+		{
+			SnowflakeIdentity old_owner;
+			SnowflakeStateResult res;
+
+			res = sf_adopt_write(&old_owner);
+			LWLockRelease(sf_shared->lock);
+			ConditionVariableBroadcast(&sf_shared->mark_cv);
+			if (prepared)
+				ConditionVariableCancelSleep();
+			if (!res.ok)
+				sf_report_write(res.save_errno, res.step, ERROR, "The data directory stays a copy: generation still refuses.");
+			pg_atomic_fetch_add_u64(&sf_shared->caller_writes, 1);
+			ereport(LOG,
+					(errmsg("snowflake node state adopted by this data directory (%s), from %s",
+							sf_identity_text(&sf_shared->self), sf_identity_text(&old_owner))));
+			return;
+		}
+
+		left = deadline - sf_mono_ns();
+		if (left <= 0)
+		{
+			if (prepared)
+				ConditionVariableCancelSleep();
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("adoption of the snowflake node state could not be written within snowflake.max_wait_ms (%d ms)",
+							sf_max_wait_ms),
+					 errdetail("The reservation writer writes the adoption; its write of \"%s\" is not complete (a slow or stalled disk, or no writer running).",
+							   SF_STATE_FILE),
+					 errhint("Check the storage of the data directory and the server log, then try again. "
+							 "A larger snowflake.max_wait_ms lets the call wait longer.")));
+		}
+		if (!prepared)
+		{
+			ConditionVariablePrepareToSleep(&sf_shared->mark_cv);
+			prepared = true;
+			continue;
+		}
+		(void) ConditionVariableTimedSleep(&sf_shared->mark_cv,
+										   Min(left / SF_NS_PER_MS + 1, 100),
+										   PG_WAIT_EXTENSION);
+	}
+	if (prepared)
+		ConditionVariableCancelSleep();
 }
 
 /*
@@ -648,18 +1014,24 @@ sf_mark_record_hold(bool wait)
 
 	if (wait)
 		LWLockAcquire(sf_shared->lock, LW_EXCLUSIVE);
-	else if (!LWLockConditionalAcquire(sf_shared->lock, LW_EXCLUSIVE))
+	else
 	{
+		/* A caller never writes while a writer runs: the writer records it at its next look. */
 		Latch	   *latch = (Latch *) sf_shared->worker_latch;
 
 		if (latch != NULL)
+		{
 			SetLatch(latch);
-		return;
+			return;
+		}
+		if (!LWLockConditionalAcquire(sf_shared->lock, LW_EXCLUSIVE))
+			return;
 	}
 	memset(&img, 0, sizeof(img));
 	img.mark = pg_atomic_read_u64(&sf_shared->reserved);
 	sf_mark_clock(&img);
 	img.owner = sf_shared->owner;
+	img.timeline = sf_shared->file_tli;
 	res = sf_statefile_write(&img);
 	if (res.ok)
 		pg_atomic_write_u32(&sf_shared->clock_held_recorded, img.held ? 1 : 0);

@@ -27,9 +27,10 @@
  *   server runs.  It is raised only by the holder of SnowflakeShared->lock in
  *   exclusive mode, after the state file that records the new value has been
  *   fsynced and durably renamed.  Readers load it without a lock.
- * - Only writers of the state file take the lock: the reservation writer, the
- *   startup process replaying a mark, adoption, and a caller when no writer
- *   runs (without waiting for the lock).  Callers that need a higher mark wait
+ * - Only writers of the state file take the lock: the reservation writer
+ *   (marks, adoption, clock holds, the timeline), the startup process
+ *   replaying a mark, and a caller only when no writer runs (without waiting
+ *   for the lock).  Callers that need a higher mark wait
  *   on mark_cv, which is broadcast after every write attempt: cancellable,
  *   bounded by snowflake.max_wait_ms, never in LWLockAcquire.
  * - worker_latch is set and cleared by the worker itself; anyone may read it
@@ -37,8 +38,10 @@
  *   of another process, nothing more).
  * - The state fields (status, message, floor, self) are set at shared memory
  *   start-up, in the postmaster, before any backend exists, and are read-only
- *   afterwards.  owner and copied change only under the lock (adoption);
- *   copied is read without it.
+ *   afterwards.  owner, copied and file_tli change only under the lock
+ *   (adoption, writes) or at start-up; copied and file_tli are read without
+ *   it.  adopt_wanted is set by a caller that waits for an adoption and
+ *   cleared by the writer.
  * - Counters and the writer's timings are atomics, updated without a lock.
  * - The clock watch (clock_base, clock_armed, clock_ok_until, clock_held,
  *   clock_max_jump) and the episode
@@ -107,7 +110,8 @@ typedef union SnowflakeSlotPadded
 typedef enum SnowflakeStateStatus
 {
 	SF_STATE_OK,				/* file loaded, or none yet (new cluster) */
-	SF_STATE_DAMAGED			/* unusable: generation refuses */
+	SF_STATE_DAMAGED,			/* unusable: generation refuses */
+	SF_STATE_UNREADABLE			/* could not be read: generation refuses */
 } SnowflakeStateStatus;
 
 /* Which data directory owns the node state (statefile.c). */
@@ -130,6 +134,7 @@ typedef struct SnowflakeShared
 	SnowflakeIdentity owner;	/* the data directory that owns the node state */
 	SnowflakeIdentity self;		/* this one */
 	volatile bool copied;		/* owner differs: generation waits for adoption */
+	uint32		file_tli;		/* timeline the state file records (under lock); 0: unknown */
 	char		pad1[PG_CACHE_LINE_SIZE];
 	pg_atomic_uint64 reserved;	/* durable mark: no ID beyond this tick */
 	char		pad2[PG_CACHE_LINE_SIZE];
@@ -141,6 +146,7 @@ typedef struct SnowflakeShared
 	pg_atomic_uint64 writes;	/* write attempts, done */
 	pg_atomic_uint64 write_failures;	/* of which failed */
 	pg_atomic_uint64 caller_writes;	/* raises done by callers: no writer ran */
+	pg_atomic_uint32 adopt_wanted;	/* a caller waits for the writer to write an adoption */
 	pg_atomic_uint32 fail_errno;	/* the last failure: errno and step */
 	pg_atomic_uint32 fail_step;
 	void	   *volatile worker_latch;	/* the writer's latch, NULL when none runs */
@@ -190,6 +196,7 @@ typedef struct SnowflakeStateImage
 	int64		clock_base_ns;	/* trusted wall - boot clock, ns */
 	bool		has_boot_id;
 	uint8		boot_id[16];	/* the kernel's boot_id when written */
+	uint32		timeline;		/* this data directory's timeline when written; 0: unknown */
 } SnowflakeStateImage;
 
 #define SF_BOOT_ID_LEN		16
@@ -198,6 +205,7 @@ typedef enum SnowflakeReadStatus
 {
 	SF_READ_OK,
 	SF_READ_MISSING,
+	SF_READ_UNREADABLE,			/* there, but could not be read: contents unknown */
 	SF_READ_DAMAGED
 } SnowflakeReadStatus;
 
@@ -220,7 +228,12 @@ typedef struct SnowflakeStateResult
 	SnowflakeWriteStep step;	/* what failed */
 } SnowflakeStateResult;
 
+#define SF_STATE_IMPORT_FILE	"snowflake.state.import"
+#define SF_STATE_IMPORTED_FILE	"snowflake.state.imported"
+
 extern SnowflakeReadStatus sf_statefile_read(SnowflakeStateImage *img, char *why, size_t whylen);
+extern SnowflakeReadStatus sf_statefile_read_path(const char *path, bool any_system,
+												  SnowflakeStateImage *img, char *why, size_t whylen);
 extern SnowflakeStateResult sf_statefile_write(const SnowflakeStateImage *img);
 extern void sf_write_step_text(SnowflakeWriteStep step, const char **action, const char **path);
 extern bool sf_datadir_identity(SnowflakeIdentity *id);
@@ -247,9 +260,10 @@ extern void sf_mark_shutdown(SnowflakeShared *shared);
 extern bool sf_mark_await(int64 need_tick, int64 deadline_ns);
 pg_noreturn extern void sf_mark_refuse(const char *caller);
 extern void sf_mark_nudge(int64 last_tick, int64 now_tick);
-extern long sf_mark_writer_step(void);
+extern long sf_mark_writer_step(bool woken);
 extern void sf_mark_replayed(uint64 mark_tick);
 extern void sf_state_adopt(void);
+extern bool sf_mark_promoted(void);
 extern int64 sf_mark_margin_ms(void);
 
 /* watch.c: the clock's health */

@@ -37,9 +37,10 @@
 #define SF_STATE_BOOT_ID	0x10		/* v3: boot_id is known */
 
 /*
- * Version 3 on disk: version 2 with the clock watch's fields appended before
- * the crc (the kernel's boot_id and the trusted wall - boot offset).  Fixed
- * size, no padding, CRC-32C over everything before crc.
+ * Version 3 on disk: version 2 with, appended before the crc, the clock
+ * watch's fields (the kernel's boot_id and the trusted wall - boot offset) and
+ * the data directory's timeline.  Fixed size, no padding, CRC-32C over
+ * everything before crc.
  */
 typedef struct SnowflakeStateFile
 {
@@ -55,11 +56,13 @@ typedef struct SnowflakeStateFile
 	uint64		owner_dev;		/* informational only: changes across remounts */
 	uint8		boot_id[16];	/* the kernel's boot_id when written (SF_STATE_BOOT_ID) */
 	int64		clock_base_ns;	/* the clock watch's trusted wall - boot offset, ns */
+	uint32		timeline;		/* this data directory's timeline when written */
+	uint32		pad0;			/* zero */
 	pg_crc32c	crc;
 	uint32		pad;			/* zero */
 } SnowflakeStateFile;
 
-StaticAssertDecl(sizeof(SnowflakeStateFile) == 96, "state file layout must not have padding");
+StaticAssertDecl(sizeof(SnowflakeStateFile) == 104, "state file layout must not have padding");
 
 /* Version 2 (snowflake 1.2): read, never written. */
 typedef struct SnowflakeStateFileV2
@@ -165,12 +168,25 @@ sf_damaged(char *why, size_t whylen, const char *fmt,...)
 	return SF_READ_DAMAGED;
 }
 
+/* Say why the file cannot be read (not that it is damaged). */
+static SnowflakeReadStatus
+sf_unreadable(char *why, size_t whylen, const char *what, int save_errno)
+{
+	snprintf(why, whylen, "Could not %s it: %s.", what, strerror(save_errno));
+	return SF_READ_UNREADABLE;
+}
+
 /*
- * Read the state file into *img.  SF_READ_MISSING: there is none (a new
- * cluster, or new to snowflake); SF_READ_DAMAGED: why says what is wrong.
+ * Read the state file at path into *img.  SF_READ_MISSING: there is none (a
+ * new cluster, or new to snowflake); SF_READ_UNREADABLE: it is there but
+ * could not be read (permissions, an I/O error, a dangling symbolic link):
+ * its contents are unknown, not wrong; SF_READ_DAMAGED: it was read and is
+ * wrong.  why says what.  any_system: accept a file of another database
+ * system (an import from the cluster this one was upgraded from).
  */
 SnowflakeReadStatus
-sf_statefile_read(SnowflakeStateImage *img, char *why, size_t whylen)
+sf_statefile_read_path(const char *path, bool any_system, SnowflakeStateImage *img,
+					   char *why, size_t whylen)
 {
 	char		buf[sizeof(SnowflakeStateFile) + 1];
 	uint32		magic;
@@ -181,12 +197,16 @@ sf_statefile_read(SnowflakeStateImage *img, char *why, size_t whylen)
 	int			save_errno;
 
 	memset(img, 0, sizeof(*img));
-	fd = BasicOpenFile(SF_STATE_FILE, O_RDONLY | PG_BINARY);
+	fd = BasicOpenFile(path, O_RDONLY | PG_BINARY);
 	if (fd < 0)
 	{
-		if (errno == ENOENT)
+		struct stat st;
+
+		save_errno = errno;
+		/* A dangling symbolic link is a file that cannot be read, not no file. */
+		if (save_errno == ENOENT && lstat(path, &st) != 0 && errno == ENOENT)
 			return SF_READ_MISSING;
-		return sf_damaged(why, whylen, "Could not open it: %s.", strerror(errno));
+		return sf_unreadable(why, whylen, "open", save_errno);
 	}
 
 	/* Read one byte more than the largest layout, to notice a file that is too long. */
@@ -194,7 +214,7 @@ sf_statefile_read(SnowflakeStateImage *img, char *why, size_t whylen)
 	save_errno = errno;
 	close(fd);
 	if (len < 0)
-		return sf_damaged(why, whylen, "Could not read it: %s.", strerror(save_errno));
+		return sf_unreadable(why, whylen, "read", save_errno);
 	if (len < (ssize_t) (2 * sizeof(uint32)))
 		return sf_damaged(why, whylen, "It is %zd bytes long, expected %zu.", len, sizeof(SnowflakeStateFile));
 
@@ -224,6 +244,7 @@ sf_statefile_read(SnowflakeStateImage *img, char *why, size_t whylen)
 		img->clock_base_ns = file.clock_base_ns;
 		img->has_boot_id = (file.flags & SF_STATE_BOOT_ID) != 0;
 		memcpy(img->boot_id, file.boot_id, sizeof(img->boot_id));
+		img->timeline = file.timeline;
 	}
 	else if (version == 2 && len == sizeof(SnowflakeStateFileV2))
 	{
@@ -242,6 +263,7 @@ sf_statefile_read(SnowflakeStateImage *img, char *why, size_t whylen)
 		img->owner.has_btime = (file.flags & SF_STATE_BTIME) != 0;
 		img->owner.btime_sec = file.owner_btime_sec;
 		img->owner.btime_nsec = file.owner_btime_nsec;
+		/* Version 2 did not record the timeline: unknown (0). */
 	}
 	else if (version == 1 && len == sizeof(SnowflakeStateFileV1))
 	{
@@ -264,14 +286,22 @@ sf_statefile_read(SnowflakeStateImage *img, char *why, size_t whylen)
 	else
 		return sf_damaged(why, whylen, "It is %zd bytes long, expected %zu for version %u.", len,
 						  version == 1 ? sizeof(SnowflakeStateFileV1) :
-						  version == 2 ? sizeof(SnowflakeStateFileV2) : sizeof(SnowflakeStateFile), version);
+						  version == 2 ? sizeof(SnowflakeStateFileV2) : sizeof(SnowflakeStateFile),
+						  version);
 
-	if (sysid != GetSystemIdentifier())
+	if (!any_system && sysid != GetSystemIdentifier())
 		return sf_damaged(why, whylen, "It belongs to database system " UINT64_FORMAT ", not to this one (" UINT64_FORMAT ").",
 						  sysid, GetSystemIdentifier());
 	if (img->mark > (uint64) SF_MAX_TICK)
 		return sf_damaged(why, whylen, "Its mark " UINT64_FORMAT " is past the last Snowflake timestamp.", img->mark);
 	return SF_READ_OK;
+}
+
+/* Read this data directory's own state file (see sf_statefile_read_path). */
+SnowflakeReadStatus
+sf_statefile_read(SnowflakeStateImage *img, char *why, size_t whylen)
+{
+	return sf_statefile_read_path(SF_STATE_FILE, false, img, why, whylen);
 }
 
 /* Fill in a failure; errno is kept for the caller's report. */
@@ -305,6 +335,7 @@ sf_statefile_write(const SnowflakeStateImage *img)
 	file.wall_unix_ms = img->wall_unix_ms;
 	file.owner_ino = img->owner.ino;
 	file.owner_dev = img->owner.dev;
+	file.timeline = img->timeline;
 	if (img->owner.has_btime)
 	{
 		file.flags |= SF_STATE_BTIME;

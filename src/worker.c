@@ -61,6 +61,8 @@ sf_worker_detach(int code, Datum arg)
 void
 snowflake_worker_main(Datum main_arg)
 {
+	bool		woken;
+
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, SignalHandlerForShutdownRequest);
 	BackgroundWorkerUnblockSignals();
@@ -70,9 +72,11 @@ snowflake_worker_main(Datum main_arg)
 	on_shmem_exit(sf_worker_detach, (Datum) 0);
 	sf_shared->worker_latch = MyLatch;
 
+	woken = true;
 	while (!ShutdownRequestPending)
 	{
 		long		sleep_ms;
+		int			rc = WL_LATCH_SET;
 
 		if (ConfigReloadPending)
 		{
@@ -80,12 +84,14 @@ snowflake_worker_main(Datum main_arg)
 			ProcessConfigFile(PGC_SIGHUP);
 		}
 
-		sleep_ms = sf_mark_writer_step();
+		sleep_ms = sf_mark_writer_step(woken);
 		if (sleep_ms > 0)
-			(void) WaitLatch(MyLatch,
+			rc = WaitLatch(MyLatch,
 							 WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 							 sleep_ms,
 							 PG_WAIT_EXTENSION);
+		/* Woken by a caller (or a reload), not by the timeout: see sf_mark_writer_step. */
+		woken = (rc & WL_LATCH_SET) != 0;
 		ResetLatch(MyLatch);
 	}
 	/* Exit code 1: if this was not a server shutdown, the postmaster restarts us. */

@@ -18,6 +18,7 @@ use lib $FindBin::RealBin;
 use PostgreSQL::Test::Utils;
 use SnowflakeTest;
 use Test::More;
+use Time::HiRes qw(usleep);
 
 my $dir = PostgreSQL::Test::Utils::tempdir();
 my $shim = "$dir/fake_identity.so";
@@ -99,10 +100,47 @@ state_is('ok', 'version 1 state file of this directory');
 my $id = $t->next_id('version 1 state file: first ID');
 cmp_ok(id_unix_ms($id) - $SnowflakeTest::EPOCH_UNIX_MS, '>', $mark, 'the first ID lies above the version 1 mark');
 $t->stop;
-is(-s $file, 96, 'the next write made it a version 3 file');
+is(-s $file, 104, 'the next write made it a version 3 file');
 $t->start;
 state_is('ok', 'version 3 file written from a version 1 one');
 $t->next_id('after the upgrade of the file');
+
+# A version 2 file (snowflake 1.2: 72 bytes, no timeline) is read too.
+$now_ms = $t->query('SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint');
+$mark = $now_ms + 3000 - $SnowflakeTest::EPOCH_UNIX_MS;
+$t->stop;
+$body = pack('V V Q< Q< q< Q< q< V V Q<', 0x534E4F57, 2, $sysid, $mark, $now_ms, $ino, 0, 0, 0, $dev);
+open $fh, '>:raw', $file or die "could not write $file: $!";
+print $fh $body . pack('V V', crc32c($body), 0);
+close $fh;
+is(-s $file, 72, 'a version 2 state file, 72 bytes');
+$t->start;
+state_is('ok', 'version 2 state file of this directory');
+
+# Its mark lies ahead (no raise is due), yet the writer records the timeline at
+# once, before any ID: a copy taken from now on is known for one.
+my $tli = -1;
+for (1 .. 300)
+{
+	if (-s $file == 104)
+	{
+		open my $in, '<:raw', $file or die "could not read $file: $!";
+		local $/;
+		my $bytes = <$in>;
+		close $in;
+		$tli = unpack('V', substr($bytes, 88, 4));
+		last if $tli == 1;
+	}
+	usleep(100_000);
+}
+is($tli, 1, 'the writer rewrote the version 2 file as version 3 with timeline 1, before any ID');
+cmp_ok(SnowflakeTest::state_file_mark($t), '==', $mark, 'with the same mark');
+$id = $t->next_id('version 2 state file: first ID');
+cmp_ok(id_unix_ms($id) - $SnowflakeTest::EPOCH_UNIX_MS, '>', $mark, 'the first ID lies above the version 2 mark');
+$t->stop;
+is(-s $file, 104, 'the next write made it a version 3 file');
+$t->start;
+$t->next_id('after the upgrade of the version 2 file');
 
 $t->summary;
 $t->stop;

@@ -74,7 +74,8 @@ instead of libfaketime (every process follows the clock, the postmaster too:
 set_clock takes offsets, set_clock_ms and freeze_clock_ms exact values);
 allows_streaming => 1; restart_after_crash => 1;
 conf => 'extra postgresql.conf lines'; from_backup => [$primary_test, $backup]
-(a streaming standby made from a backup of another SnowflakeTest node);
+(a streaming standby made from a backup of another SnowflakeTest node;
+standby => 0: a copy started as a server of its own);
 id_key => 'name' checks this node's IDs in one sequence with the IDs of the
 node of that name (a standby that takes over its primary's node).
 
@@ -88,7 +89,7 @@ sub new
 	if ($params{from_backup})
 	{
 		my ($primary, $backup) = @{ $params{from_backup} };
-		$node->init_from_backup($primary->node, $backup, has_streaming => 1);
+		$node->init_from_backup($primary->node, $backup, has_streaming => $params{standby} // 1);
 	}
 	else
 	{

@@ -1,0 +1,96 @@
+# 440_pg_upgrade.pl: pg_upgrade carries the durable mark, by the documented
+# step (docs/failover.md, "Upgrades"): copy the old cluster's snowflake.state
+# to snowflake.state.import in the new data directory before its first start
+# (issue 19 item 7).
+#
+# pg_upgrade copies neither the state file nor WAL.  The old cluster issued
+# IDs an hour ahead of the clock the new one runs on: without the step the
+# new cluster would start from its clock and issue IDs an hour below the old
+# ones.  With it, the new cluster refuses until its clock passes the old IDs,
+# then issues above them.  A damaged import file stops generation (it is not
+# ignored).
+
+use strict;
+use warnings FATAL => 'all';
+
+use FindBin;
+use lib $FindBin::RealBin;
+
+use File::Copy;
+use PostgreSQL::Test::Utils;
+use SnowflakeTest;
+use Test::More;
+
+sub write_bytes
+{
+	my ($path, $bytes) = @_;
+	open my $fh, '>:raw', $path or die "could not write $path: $!";
+	print $fh $bytes;
+	close $fh or die "could not close $path: $!";
+	return;
+}
+
+# The clock steps an hour on purpose: the forward-jump check is off.
+my $old = SnowflakeTest->new('old', conf => 'snowflake.max_clock_jump_ms = 0');
+$old->start;
+$old->query('CREATE EXTENSION snowflake; CREATE TABLE t (id bigint PRIMARY KEY DEFAULT snowflake_next(), v int)');
+$old->set_clock('+1h');
+$old->ids('SELECT snowflake_next() FROM generate_series(1, 1000)', 'old cluster, clock an hour ahead', count => 1000);
+$old->query('INSERT INTO t (v) SELECT g FROM generate_series(1, 1000) g');
+my $max = $old->query('SELECT max(id) FROM t');
+$old->record('old cluster, table', split /\n/, $old->query('SELECT id FROM t ORDER BY id'));
+$old->stop;
+$old->set_clock('+0');
+
+# The new cluster: same node settings, IDs checked in one sequence with the old one's.
+my $new = SnowflakeTest->new('new', id_key => 'old', conf => 'snowflake.max_clock_jump_ms = 0');
+my $bindir = $old->node->config_data('--bindir');
+my $work = PostgreSQL::Test::Utils::tempdir;
+chdir $work or die "chdir $work: $!";
+command_ok(
+	[
+		"$bindir/pg_upgrade", '--no-sync',
+		'-d', $old->data_dir, '-D', $new->data_dir,
+		'-b', $bindir, '-B', $bindir,
+		'-s', $new->node->host,
+		'-p', $old->node->port, '-P', $new->node->port
+	],
+	'pg_upgrade from the old cluster to the new one');
+ok(-f $new->data_dir . '/snowflake.state', 'pg_upgrade\'s own starts of the new cluster created a state file');
+
+# A damaged import file: generation stops, it is not ignored.
+write_bytes($new->data_dir . '/snowflake.state.import', 'SNOW');
+$new->start;
+my $r = $new->next_refused('a damaged import file', undef, sqlstate => 'XX001', message => qr/is damaged/);
+like($r->{detail} // '', qr/The mark to import, "snowflake\.state\.import", cannot be used/,
+	'the detail names the import file');
+$new->stop;
+
+# The documented step: the old cluster's state file, copied as snowflake.state.import.
+copy($old->data_dir . '/snowflake.state', $new->data_dir . '/snowflake.state.import')
+  or die "copy: $!";
+$new->start;
+like(slurp_file($new->node->logfile), qr/snowflake imported the durable mark \d+ \(Unix ms\) from "snowflake\.state\.import"/,
+	'the new cluster imported the old mark at start-up');
+ok(-f $new->data_dir . '/snowflake.state.imported' && !-e $new->data_dir . '/snowflake.state.import',
+	'the import file was renamed to snowflake.state.imported');
+is($new->query('SELECT max(id) FROM t'), $max, 'the upgraded table holds the old IDs');
+$r = $new->next_refused('new cluster, clock an hour behind the old IDs', 'SET snowflake.max_wait_ms = 500;',
+	message => qr/clock is behind the IDs already issued/);
+my $behind = SnowflakeTest::detail_ms($r);
+ok(defined $behind && $behind > 3_500_000 && $behind < 3_700_000,
+	'the new cluster knows the old IDs lie about an hour ahead of its clock')
+  or diag('detail: ' . ($r->{detail} // '(none)'));
+
+# Its clock past the old IDs: it issues above them, also after a restart.
+$new->set_clock('+1h');
+my @ids = $new->ids('SELECT snowflake_next() FROM generate_series(1, 1000)', 'new cluster, clock caught up', count => 1000);
+cmp_ok($ids[0], '>', $max, 'the first ID of the upgraded cluster is above every ID of the old one');
+is($new->query("INSERT INTO t (v) SELECT g FROM generate_series(1, 1000) g RETURNING 'x'") =~ tr/x//, 1000,
+	'new rows go into the upgraded table without a key conflict');
+$new->restart;
+$new->ids('SELECT snowflake_next() FROM generate_series(1, 100)', 'upgraded cluster after a restart', count => 100);
+
+$new->stop;
+$new->summary;
+done_testing();
