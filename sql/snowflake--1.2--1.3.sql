@@ -41,6 +41,14 @@ LANGUAGE C VOLATILE PARALLEL RESTRICTED;
 COMMENT ON FUNCTION snowflake_migrate_floor() IS
 'internal: the smallest ID snowflake_next() may issue from now on, from the time the generator trusts; refuses while generation is held (used by snowflake_migrate_column())';
 
+CREATE FUNCTION snowflake_migrate_lift(max_id bigint)
+RETURNS void
+AS 'MODULE_PATHNAME', 'snowflake_migrate_lift'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+COMMENT ON FUNCTION snowflake_migrate_lift(bigint) IS
+'internal: lifts this server''s node and the durable mark above the ms of max_id (at most the time the generator trusts now), so the next ID sorts above it even after the clock comes back (used by snowflake_migrate_column())';
+
 -- The functions and operators a view's rules (its query and any other rule) use, as text.
 CREATE FUNCTION snowflake_migrate_rule_refs(view oid)
 RETURNS jsonb
@@ -393,6 +401,11 @@ BEGIN
                       HINT = format('New IDs must sort above the existing ones. Renumber the rows, or migrate after %s, when IDs pass the largest value.',
                                     @extschema@.snowflake_timestamp(v_max));
         END IF;
+        -- The check used the time the generator trusts, which may have taken in a forward step
+        -- of the clock: lift this server's node and the durable mark above v_max, so that IDs
+        -- issued after the clock comes back (or after a restart) still sort above every
+        -- existing one.
+        PERFORM @extschema@.snowflake_migrate_lift(v_max);
     END IF;
 
     -- Columns to widen: the key itself, then every foreign-key column that references a

@@ -252,8 +252,8 @@ sf_claim_node_arg(FunctionCallInfo fcinfo, const char *caller)
  * may have issued), as replay lifts slots, and make that durable: a restart
  * before the first ID must not forget it.
  */
-static void
-sf_lift_node(SnowflakeSlot *slot, int64 carried_ms)
+void
+sf_lift_node(SnowflakeSlot *slot, int64 carried_ms, const char *caller)
 {
 	int64		tick = Min(carried_ms - SF_EPOCH_UNIX_MS, SF_MAX_TICK);
 	uint64		target = SF_WORD(tick, SF_MAX_SEQUENCE);
@@ -265,7 +265,7 @@ sf_lift_node(SnowflakeSlot *slot, int64 carried_ms)
 		;
 	if (tick > (int64) pg_atomic_read_u64(&sf_shared->reserved) &&
 		!sf_mark_await(tick, sf_mono_ns() + (int64) Max(sf_max_wait_ms, SF_MARK_GRACE_MS) * SF_NS_PER_MS))
-		sf_mark_refuse("snowflake_claim_node()");
+		sf_mark_refuse(caller);
 }
 
 /*
@@ -299,7 +299,7 @@ snowflake_note_claim(PG_FUNCTION_ARGS)
 	claim.bound_ms = claim.until_ms + sf_max_lead_ms;
 
 	if (PG_NARGS() > 3 && !PG_ARGISNULL(3))
-		sf_lift_node(&sf_shared->slots[node].slot, PG_GETARG_INT64(3));
+		sf_lift_node(&sf_shared->slots[node].slot, PG_GETARG_INT64(3), "snowflake_claim_node()");
 
 	sf_pending_add(&claim);
 	PG_RETURN_INT64(claim.bound_ms);

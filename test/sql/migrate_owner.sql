@@ -244,9 +244,7 @@ END
 $$;
 CREATE MATERIALIZED VIEW atk.mv5 AS SELECT id, atk.pwn() AS p FROM public.k5;
 RESET ROLE;
-\set VERBOSITY verbose
 SELECT snowflake_migrate_column('k5');
-\set VERBOSITY default
 SELECT rolsuper AS atk_superuser FROM pg_roles WHERE rolname = 'regress_sf_atk';
 SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = 'k5'::regclass AND attname = 'id';
 ALTER ROLE regress_sf_atk NOSUPERUSER;
