@@ -639,9 +639,10 @@ BEGIN
                   HINT = 'PostgreSQL cannot change the type of a partition key column (or of one a key expression uses). A bigint (bigserial) key column can be migrated; otherwise create a new table keyed by bigint and copy the rows.';
     END LOOP;
 
-    -- ALTER COLUMN TYPE re-checks the CHECK constraints on the column as the caller. A function
-    -- in one of them that belongs to a role without the caller's privileges could do anything
-    -- with them: refused. Built-in functions and those of superusers are trusted.
+    -- ALTER COLUMN TYPE re-checks the CHECK constraints on the column, as the key table's owner
+    -- (every step runs as that owner, below). A function in one of them that belongs to a role
+    -- without the owner's privileges would run with them: refused. Built-in functions and those of
+    -- superusers are trusted (a superuser owner's reach is checked again below).
     FOR r IN
         SELECT ck.* FROM (
         SELECT k.conrelid::regclass AS rel, k.conname, p.oid::regprocedure AS fn, p.proowner
@@ -652,7 +653,7 @@ BEGIN
         LEFT JOIN pg_operator o ON d.refclassid = 'pg_operator'::regclass AND o.oid = d.refobjid
         JOIN pg_proc p ON p.oid = CASE WHEN d.refclassid = 'pg_proc'::regclass THEN d.refobjid ELSE o.oprcode::oid END
         JOIN pg_roles ro ON ro.oid = p.proowner
-        WHERE NOT ro.rolsuper AND NOT pg_has_role(p.proowner, current_user, 'USAGE')
+        WHERE NOT ro.rolsuper AND NOT pg_has_role(p.proowner, v_owner, 'USAGE')
         ) AS ck
         ORDER BY ck.rel::text, ck.conname, ck.fn::text
         LIMIT 1
@@ -660,7 +661,7 @@ BEGIN
         RAISE EXCEPTION 'cannot change the type of a column of table %: its check constraint "%" calls %, which belongs to role %',
                         r.rel, r.conname, r.fn, pg_get_userbyid(r.proowner)
             USING ERRCODE = 'insufficient_privilege',
-                  DETAIL = format('Changing the column''s type checks the constraint again with your privileges, which would run code that role %s can change.',
+                  DETAIL = format('Changing the column''s type checks the constraint again as the table''s owner, role %s, which would run code that role %s can change with that owner''s rights.', quote_ident(pg_get_userbyid(v_owner)),
                                   pg_get_userbyid(r.proowner)),
                   HINT = format('Drop the constraint, migrate, and let role %s add it back; or have that function owned by a role you trust.',
                                 pg_get_userbyid(r.proowner));
