@@ -145,6 +145,22 @@ REVOKE CREATE ON SCHEMA public FROM regress_sf_x_atk;
 SELECT public.snowflake_migrate_column('orders'::regclass, 'id'::name, 'bigint'::regtype) ->> 'changed' AS changed;
 SELECT atk_super() AS atk_superuser;
 
+-- a DO block is the caller's own code: not refused
+CREATE TABLE orders2 (id serial PRIMARY KEY);
+DO $$ BEGIN RAISE NOTICE 'changed: %', public.snowflake_migrate_column('orders2'::regclass, 'id'::name, 'bigint'::regtype) ->> 'changed'; END $$;
+
+-- Minor: a table the role owns, with a CHECK calling the role's own function, is migrated as
+-- that role (the constraint is checked again as the owner), not refused
+SET ROLE regress_sf_x_atk;
+CREATE TABLE atk.k (id serial PRIMARY KEY);
+CREATE FUNCTION atk.ok(bigint) RETURNS bool LANGUAGE plpgsql AS $$ BEGIN RETURN current_user = 'regress_sf_x_atk'; END $$;
+CREATE TABLE atk.r (kid int REFERENCES atk.k (id) CHECK (atk.ok(kid)));
+INSERT INTO atk.k DEFAULT VALUES;
+INSERT INTO atk.r VALUES (1);
+RESET ROLE;
+SELECT public.snowflake_migrate_column('atk.k'::regclass, 'id'::name, 'bigint'::regtype) -> 'widened_columns' AS widened;
+SELECT atk_super() AS atk_superuser;
+
 \c :regress_db
 DROP DATABASE snowflake_migrate_attack;
 DROP ROLE regress_sf_x_atk;
