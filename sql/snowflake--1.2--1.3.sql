@@ -159,7 +159,7 @@ AS $function$
         SELECT d.classid, d.objid, d.refclassid, d.refobjid
         FROM pg_depend d
         WHERE d.refclassid IN ('pg_proc'::regclass, 'pg_operator'::regclass, 'pg_type'::regclass)
-           OR (d.refclassid = 'pg_class'::regclass AND d.classid IN ('pg_rewrite'::regclass, 'pg_proc'::regclass)
+           OR (d.refclassid = 'pg_class'::regclass AND d.classid IN ('pg_proc'::regclass, 'pg_rewrite'::regclass)
                AND EXISTS (SELECT 1 FROM pg_class c WHERE c.oid = d.refobjid AND c.relkind = 'v'))
         UNION ALL
         SELECT 'pg_type'::regclass::oid, k.contypid, 'pg_constraint'::regclass::oid, k.oid
