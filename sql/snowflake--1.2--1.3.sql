@@ -333,6 +333,14 @@ LANGUAGE C VOLATILE PARALLEL RESTRICTED;
 COMMENT ON FUNCTION snowflake_migrate_floor() IS
 'internal: the smallest ID snowflake_next() may issue from now on, from the time the generator trusts; refuses while generation is held (used by snowflake_migrate_column())';
 
+CREATE FUNCTION snowflake_migrate_lift(max_id bigint)
+RETURNS void
+AS 'MODULE_PATHNAME', 'snowflake_migrate_lift'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+COMMENT ON FUNCTION snowflake_migrate_lift(bigint) IS
+'internal: lifts this server''s node and the durable mark above the ms of max_id (at most the time the generator trusts now), so the next ID sorts above it even after the clock comes back (used by snowflake_migrate_column())';
+
 -- The functions and operators a view's rules (its query and any other rule) use, as text.
 CREATE FUNCTION snowflake_migrate_rule_refs(view oid)
 RETURNS jsonb
@@ -392,7 +400,7 @@ AS $function$
         SELECT d.classid, d.objid, d.refclassid, d.refobjid
         FROM pg_depend d
         WHERE d.refclassid IN ('pg_proc'::regclass, 'pg_operator'::regclass, 'pg_type'::regclass)
-           OR (d.refclassid = 'pg_class'::regclass AND d.classid = 'pg_rewrite'::regclass
+           OR (d.refclassid = 'pg_class'::regclass AND d.classid IN ('pg_rewrite'::regclass, 'pg_proc'::regclass)
                AND EXISTS (SELECT 1 FROM pg_class c WHERE c.oid = d.refobjid AND c.relkind = 'v'))
         UNION ALL
         SELECT 'pg_type'::regclass::oid, k.contypid, 'pg_constraint'::regclass::oid, k.oid
@@ -429,6 +437,52 @@ $function$;
 COMMENT ON FUNCTION snowflake_migrate_reachable(oid[]) IS
 'internal: the functions, operators, types and views whose code the relations'' dependent objects may run, with their owners (used by snowflake_migrate_column())';
 
+-- The functions whose bodies PostgreSQL cannot see into (PL/pgSQL, SQL not written with BEGIN
+-- ATOMIC, other procedural languages; not C or internal, not an extension's) that the steps may
+-- run: from the CHECK constraints and indexes of the changed relations and the queries of the
+-- materialized views refreshed (mvs), followed as snowflake_migrate_reachable() does. What such a
+-- body reads or calls is recorded nowhere, so nothing behind it can be checked.
+CREATE FUNCTION snowflake_migrate_opaque(rels oid[], mvs oid[])
+RETURNS TABLE (fn oid, owner oid)
+LANGUAGE sql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $function$
+    WITH RECURSIVE edges(classid, objid, refclassid, refobjid) AS (
+        SELECT d.classid, d.objid, d.refclassid, d.refobjid
+        FROM pg_depend d
+        WHERE d.refclassid IN ('pg_proc'::regclass, 'pg_operator'::regclass, 'pg_type'::regclass)
+           OR (d.refclassid = 'pg_class'::regclass AND d.classid IN ('pg_proc'::regclass, 'pg_rewrite'::regclass)
+               AND EXISTS (SELECT 1 FROM pg_class c WHERE c.oid = d.refobjid AND c.relkind = 'v'))
+        UNION ALL
+        SELECT 'pg_type'::regclass::oid, k.contypid, 'pg_constraint'::regclass::oid, k.oid
+        FROM pg_constraint k WHERE k.contypid <> 0
+        UNION ALL
+        SELECT 'pg_class'::regclass::oid, rw.ev_class, 'pg_rewrite'::regclass::oid, rw.oid
+        FROM pg_rewrite rw
+    ),
+    sub(classid, objid) AS (
+        SELECT 'pg_class'::regclass::oid, m FROM unnest(mvs) AS m
+        UNION ALL SELECT 'pg_constraint'::regclass::oid, k.oid FROM pg_constraint k WHERE k.conrelid = ANY (rels) AND k.contype = 'c'
+        UNION ALL SELECT 'pg_class'::regclass::oid, i.indexrelid FROM pg_index i WHERE i.indrelid = ANY (rels)
+    ),
+    reach(classid, objid) AS (
+        SELECT sub.classid, sub.objid FROM sub
+        UNION
+        SELECT e.refclassid, e.refobjid FROM reach JOIN edges e ON e.classid = reach.classid AND e.objid = reach.objid
+    )
+    SELECT p.oid, p.proowner
+    FROM reach
+    JOIN pg_proc p ON reach.classid = 'pg_proc'::regclass AND p.oid = reach.objid
+    JOIN pg_language l ON l.oid = p.prolang
+    WHERE l.lanname NOT IN ('internal', 'c')
+      AND p.prosqlbody IS NULL
+      AND NOT EXISTS (SELECT 1 FROM pg_depend e
+                      WHERE e.classid = 'pg_proc'::regclass AND e.objid = p.oid AND e.deptype = 'e')
+$function$;
+
+COMMENT ON FUNCTION snowflake_migrate_opaque(oid[], oid[]) IS
+'internal: the functions with bodies PostgreSQL cannot see into that the migration of the relations may run (used by snowflake_migrate_column())';
+
 CREATE OR REPLACE FUNCTION snowflake_migrate_column(tbl regclass, col name DEFAULT 'id', new_type regtype DEFAULT 'bigint')
 RETURNS jsonb
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
@@ -454,6 +508,11 @@ DECLARE
     v_min_new   bigint;
     v_root      regclass;
     v_rowsec    text;
+    v_ctx       text;       -- the call stack (GET DIAGNOSTICS PG_CONTEXT)
+    v_line      text;
+    v_fn        regprocedure;
+    v_csuper    bool;       -- the caller is a superuser
+    v_who       text;
     -- columns to widen: parallel arrays (relation, column name)
     w_rel       oid[] := '{}';
     w_col       name[] := '{}';
@@ -514,6 +573,74 @@ BEGIN
         RAISE EXCEPTION 'new_type must not be null'
             USING ERRCODE = 'null_value_not_allowed',
                   HINT = 'Pass bigint (the default), or leave new_type out.';
+    END IF;
+
+    -- Who calls. A call that is not schema-qualified and fully typed can resolve to another
+    -- role's function of this name in a schema where that role may create; such a function runs
+    -- first with the caller's rights. Called from inside a function that belongs to another role
+    -- than the caller (current_user or session_user) or the bootstrap superuser, or whose owner
+    -- cannot be told (an SQL or other-language function): refused, which rolls back what that
+    -- function did unless it catches the error. A tripwire, not a defence: code that already ran
+    -- with the caller's rights can catch the error, or change the catalog it is judged by; the
+    -- defence is the schema-qualified, fully typed call (docs/migration.md). A DO block is the
+    -- caller's own code.
+    SELECT ro.rolsuper INTO v_csuper FROM pg_roles ro WHERE ro.rolname = current_user;
+    GET DIAGNOSTICS v_ctx = PG_CONTEXT;
+    FOR v_line IN
+        SELECT t.x FROM regexp_split_to_table(v_ctx, E'\n') WITH ORDINALITY AS t(x, n)
+        WHERE t.n > 1 ORDER BY t.n
+    LOOP
+        CONTINUE WHEN v_line ~ '^PL/pgSQL function inline_code_block line ';
+        v_fn := NULL;
+        IF v_line ~ '^PL/pgSQL function .+ line [0-9]+ ' THEN
+            -- The signature as it was shown when the function was compiled: qualified, or not
+            -- if its schema was in that search_path. Every function it may name must be trusted.
+            v_name := substring(v_line FROM '^PL/pgSQL function (.+) line [0-9]+ ');
+            SELECT p.oid INTO v_fn
+            FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+            WHERE translate(v_name, ' ', '') IN (translate(format('%s(%s)', quote_ident(p.proname), oidvectortypes(p.proargtypes)), ' ', ''),
+                                                 translate(format('%s.%s(%s)', quote_ident(n.nspname), quote_ident(p.proname), oidvectortypes(p.proargtypes)), ' ', ''))
+              AND p.proowner NOT IN (10, (SELECT x.oid FROM pg_roles x WHERE x.rolname = current_user),
+                                     (SELECT x.oid FROM pg_roles x WHERE x.rolname = session_user))
+            LIMIT 1;
+            CONTINUE WHEN v_fn IS NULL AND EXISTS (
+                SELECT 1 FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+                WHERE translate(v_name, ' ', '') IN (translate(format('%s(%s)', quote_ident(p.proname), oidvectortypes(p.proargtypes)), ' ', ''),
+                                                     translate(format('%s.%s(%s)', quote_ident(n.nspname), quote_ident(p.proname), oidvectortypes(p.proargtypes)), ' ', '')));
+        ELSIF v_line !~ ' function ' THEN
+            CONTINUE;       -- a statement of the enclosing function, not a function
+        END IF;
+        RAISE EXCEPTION 'snowflake_migrate_column() refuses to run inside a function it cannot trust: %', v_line
+            USING ERRCODE = 'insufficient_privilege',
+                  DETAIL = CASE WHEN v_fn IS NOT NULL
+                                THEN format('Function %s belongs to role %s, not to you; its code runs with your rights, and may have taken over the call (an overload of snowflake_migrate_column() in a schema that role can create in).',
+                                            v_fn, quote_ident(pg_get_userbyid((SELECT p.proowner FROM pg_proc p WHERE p.oid = v_fn))))
+                                ELSE 'The owner of the enclosing function cannot be told; its code runs with your rights, and may have taken over the call (an overload of snowflake_migrate_column() in a schema another role can create in).' END,
+                  HINT = format('Call the function schema-qualified and fully typed, at top level: SELECT %s.snowflake_migrate_column(''tbl''::regclass, ''id''::name, ''bigint''::regtype);',
+                                quote_ident((SELECT n.nspname FROM pg_namespace n JOIN pg_extension e ON e.extnamespace = n.oid WHERE e.extname = 'snowflake')));
+    END LOOP;
+    -- The extension's schema, writable by a role the caller does not trust: an overload there can
+    -- take over any call that is not schema-qualified and fully typed. Warned, as the call itself
+    -- may be the safe form.
+    SELECT string_agg(w.who, ', ' ORDER BY w.who) INTO v_who
+    FROM (
+        SELECT quote_ident(ro.rolname) AS who
+        FROM pg_extension e
+        JOIN pg_namespace n ON n.oid = e.extnamespace
+        CROSS JOIN pg_roles ro
+        WHERE e.extname = 'snowflake' AND has_schema_privilege(ro.oid, n.oid, 'CREATE')
+          AND NOT ro.rolsuper AND ro.rolname <> 'pg_database_owner'
+          AND NOT (NOT v_csuper AND pg_has_role(current_user, ro.oid, 'MEMBER'))
+        UNION
+        SELECT 'PUBLIC'
+        FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace, aclexplode(n.nspacl) AS a
+        WHERE e.extname = 'snowflake' AND a.grantee = 0 AND a.privilege_type = 'CREATE'
+    ) AS w;
+    IF v_who IS NOT NULL THEN
+        RAISE WARNING 'roles you do not trust may create objects in schema %, where snowflake_migrate_column() lives: %',
+                      (SELECT quote_ident(n.nspname) FROM pg_namespace n JOIN pg_extension e ON e.extnamespace = n.oid WHERE e.extname = 'snowflake'), v_who
+            USING DETAIL = 'An overload they create there takes over every call of snowflake_migrate_column() that is not schema-qualified and fully typed, and runs with your rights.',
+                  HINT = 'Revoke CREATE on that schema from them, and call the function schema-qualified and fully typed (docs/migration.md).';
     END IF;
 
     -- The snowflake type counts only if it is the extension's own, not a type someone created
@@ -685,6 +812,11 @@ BEGIN
                       HINT = format('New IDs must sort above the existing ones. Renumber the rows, or migrate after %s, when IDs pass the largest value.',
                                     @extschema@.snowflake_timestamp(v_max));
         END IF;
+        -- The check used the time the generator trusts, which may have taken in a forward step
+        -- of the clock: lift this server's node and the durable mark above v_max, so that IDs
+        -- issued after the clock comes back (or after a restart) still sort above every
+        -- existing one.
+        PERFORM @extschema@.snowflake_migrate_lift(v_max);
     END IF;
 
     -- Columns to widen: the key itself, then every foreign-key column that references a
@@ -799,9 +931,10 @@ BEGIN
                   HINT = 'PostgreSQL cannot change the type of a partition key column (or of one a key expression uses). A bigint (bigserial) key column can be migrated; otherwise create a new table keyed by bigint and copy the rows.';
     END LOOP;
 
-    -- ALTER COLUMN TYPE re-checks the CHECK constraints on the column as the caller. A function
-    -- in one of them that belongs to a role without the caller's privileges could do anything
-    -- with them: refused. Built-in functions and those of superusers are trusted.
+    -- ALTER COLUMN TYPE re-checks the CHECK constraints on the column, as the key table's owner
+    -- (every step runs as that owner, below). A function in one of them that belongs to a role
+    -- without the owner's privileges would run with them: refused. Built-in functions and those of
+    -- superusers are trusted (a superuser owner's reach is checked again below).
     FOR r IN
         SELECT ck.* FROM (
         SELECT k.conrelid::regclass AS rel, k.conname, p.oid::regprocedure AS fn, p.proowner
@@ -812,7 +945,7 @@ BEGIN
         LEFT JOIN pg_operator o ON d.refclassid = 'pg_operator'::regclass AND o.oid = d.refobjid
         JOIN pg_proc p ON p.oid = CASE WHEN d.refclassid = 'pg_proc'::regclass THEN d.refobjid ELSE o.oprcode::oid END
         JOIN pg_roles ro ON ro.oid = p.proowner
-        WHERE NOT ro.rolsuper AND NOT pg_has_role(p.proowner, current_user, 'USAGE')
+        WHERE NOT ro.rolsuper AND NOT pg_has_role(p.proowner, v_owner, 'USAGE')
         ) AS ck
         ORDER BY ck.rel::text, ck.conname, ck.fn::text
         LIMIT 1
@@ -820,7 +953,7 @@ BEGIN
         RAISE EXCEPTION 'cannot change the type of a column of table %: its check constraint "%" calls %, which belongs to role %',
                         r.rel, r.conname, r.fn, pg_get_userbyid(r.proowner)
             USING ERRCODE = 'insufficient_privilege',
-                  DETAIL = format('Changing the column''s type checks the constraint again with your privileges, which would run code that role %s can change.',
+                  DETAIL = format('Changing the column''s type checks the constraint again as the table''s owner, role %s, which would run code that role %s can change with that owner''s rights.', quote_ident(pg_get_userbyid(v_owner)),
                                   pg_get_userbyid(r.proowner)),
                   HINT = format('Drop the constraint, migrate, and let role %s add it back; or have that function owned by a role you trust.',
                                 pg_get_userbyid(r.proowner));
@@ -1187,7 +1320,82 @@ BEGIN
                                       tbl, pg_describe_object(r.classid, r.objid, 0)),
                       HINT = format('Have the table owned by a role that is not a superuser (ALTER TABLE %s OWNER TO ...) for the migration, or have that object owned by a superuser, or drop what uses it and create it again afterwards.', tbl);
         END LOOP;
+        -- A function body PostgreSQL cannot see into (PL/pgSQL, SQL without BEGIN ATOMIC) records
+        -- nothing of what it reads or calls: a view of another role behind it would run as a
+        -- superuser. Refused when the steps may run it (a CHECK, an index, a REFRESH).
+        FOR r IN
+            SELECT x.fn, x.owner
+            FROM @extschema@.snowflake_migrate_opaque(v_rels,
+                     ARRAY(SELECT c.oid FROM pg_class c WHERE c.oid = ANY (v_view_oids) AND c.relkind = 'm')) AS x
+            ORDER BY x.fn::regprocedure::text
+            LIMIT 1
+        LOOP
+            RAISE EXCEPTION 'the migration of table % would run function % as superuser %, and cannot see what it reads or calls',
+                            tbl, r.fn::regprocedure, quote_ident(pg_get_userbyid(v_owner))
+                USING ERRCODE = 'insufficient_privilege',
+                      DETAIL = format('Table %s belongs to a superuser, and a CHECK constraint, an index or a materialized view the migration refreshes calls %s (owned by %s), whose body (not written with BEGIN ATOMIC) PostgreSQL records no dependencies for: a view or function of another role that it uses would run with a superuser''s rights.',
+                                      tbl, r.fn::regprocedure, quote_ident(pg_get_userbyid(r.owner))),
+                      HINT = format('Have the table and what the migration changes owned by a role that is not a superuser (ALTER TABLE %s OWNER TO ...) for the migration, or rewrite %s with BEGIN ATOMIC, or drop what calls it and create it again afterwards.', tbl, r.fn::regprocedure);
+        END LOOP;
     END IF;
+
+    -- Every step must be one the owner can do, checked before the first DDL: recreating a view
+    -- looks up the names it uses (USAGE on their schemas), and REFRESH runs a materialized
+    -- view's query (SELECT on the relations it reads, EXECUTE on the functions it calls, USAGE
+    -- on the types).
+    FOR r IN
+        WITH refs AS (
+            SELECT DISTINCT c.oid AS view, c.relkind AS vkind, d.refclassid, d.refobjid
+            FROM pg_class c
+            JOIN pg_rewrite rw ON rw.ev_class = c.oid
+            JOIN pg_depend d ON d.classid = 'pg_rewrite'::regclass AND d.objid = rw.oid
+            WHERE c.oid = ANY (v_view_oids)
+              AND d.refclassid IN ('pg_class'::regclass, 'pg_proc'::regclass, 'pg_type'::regclass, 'pg_operator'::regclass)
+              AND NOT (d.refclassid = 'pg_class'::regclass AND d.refobjid = c.oid)
+        ), objs AS (
+            SELECT refs.view, refs.vkind, refs.refclassid, refs.refobjid,
+                   CASE refs.refclassid
+                       WHEN 'pg_class'::regclass THEN (SELECT x.relnamespace FROM pg_class x WHERE x.oid = refs.refobjid)
+                       WHEN 'pg_proc'::regclass THEN (SELECT x.pronamespace FROM pg_proc x WHERE x.oid = refs.refobjid)
+                       WHEN 'pg_type'::regclass THEN (SELECT x.typnamespace FROM pg_type x WHERE x.oid = refs.refobjid)
+                       ELSE (SELECT x.oprnamespace FROM pg_operator x WHERE x.oid = refs.refobjid) END AS nsp
+            FROM refs
+        )
+        SELECT o.view::regclass AS view, pg_describe_object(o.refclassid, o.refobjid, 0) AS what, w.need, w.grant_stmt
+        FROM objs o
+        CROSS JOIN LATERAL (
+            SELECT 'USAGE on schema ' || quote_ident(n.nspname),
+                   format('GRANT USAGE ON SCHEMA %I TO %I', n.nspname, pg_get_userbyid(v_owner))
+            FROM pg_namespace n
+            WHERE n.oid = o.nsp AND NOT has_schema_privilege(v_owner, n.oid, 'USAGE')
+            UNION ALL
+            SELECT 'SELECT', format('GRANT SELECT ON %s TO %I', o.refobjid::regclass, pg_get_userbyid(v_owner))
+            WHERE o.vkind = 'm' AND o.refclassid = 'pg_class'::regclass
+              AND NOT has_any_column_privilege(v_owner, o.refobjid, 'SELECT')
+            UNION ALL
+            SELECT 'EXECUTE', format('GRANT EXECUTE ON FUNCTION %s TO %I', o.refobjid::regprocedure, pg_get_userbyid(v_owner))
+            WHERE o.vkind = 'm' AND o.refclassid = 'pg_proc'::regclass
+              AND NOT has_function_privilege(v_owner, o.refobjid, 'EXECUTE')
+            UNION ALL
+            SELECT 'EXECUTE', format('GRANT EXECUTE ON FUNCTION %s TO %I', x.oprcode::regprocedure, pg_get_userbyid(v_owner))
+            FROM pg_operator x
+            WHERE o.vkind = 'm' AND o.refclassid = 'pg_operator'::regclass AND x.oid = o.refobjid
+              AND NOT has_function_privilege(v_owner, x.oprcode, 'EXECUTE')
+            UNION ALL
+            SELECT 'USAGE', format('GRANT USAGE ON TYPE %s TO %I', o.refobjid::regtype, pg_get_userbyid(v_owner))
+            WHERE o.vkind = 'm' AND o.refclassid = 'pg_type'::regclass
+              AND NOT has_type_privilege(v_owner, o.refobjid, 'USAGE')
+        ) AS w(need, grant_stmt)
+        ORDER BY 1, 2, 3
+        LIMIT 1
+    LOOP
+        RAISE EXCEPTION 'role %, the owner of table %, lacks % on % (used by %)',
+                        quote_ident(pg_get_userbyid(v_owner)), tbl, r.need, r.what, r.view
+            USING ERRCODE = 'insufficient_privilege',
+                  DETAIL = format('The migration recreates %s as role %s (and refreshes it, if it is a materialized view); without that privilege it would fail after the first DDL.',
+                                  r.view, quote_ident(pg_get_userbyid(v_owner))),
+                  HINT = format('%s (and revoke it afterwards), then migrate.', r.grant_stmt);
+    END LOOP;
 
     -- Parsed again against the new types, a name may resolve to another function or operator of
     -- the same name: one that another role (neither the owner nor a superuser) placed in the same

@@ -212,3 +212,116 @@ sf_migrate_refuse_old_caller(FunctionCallInfo fcinfo)
 					   version),
 			 errhint("Run ALTER EXTENSION snowflake UPDATE, then migrate. (A direct call snowflake_min_id(clock_timestamp()) is refused too until then; snowflake_min_id(now()) is not.)")));
 }
+
+/*
+ * snowflake_migrate_lift(max_id bigint): after the check that max_id (the
+ * largest existing value of the column) sorts below the IDs issued now, lift
+ * this server's node (every node while the node is unset) above max_id's ms
+ * (never past the time the generator trusts now) and raise the durable mark
+ * over it, as a registry takeover lifts a node
+ * (sf_lift_node, registry.c): the next ID sorts above max_id even if the
+ * clock comes back behind the time the check trusted, and after a restart.
+ * Only ever moves forward; not undone if the transaction rolls back (an ID
+ * issued later is then merely later than it had to be).
+ */
+PG_FUNCTION_INFO_V1(snowflake_migrate_lift);
+
+Datum
+snowflake_migrate_lift(PG_FUNCTION_ARGS)
+{
+	int64		max_id;
+	int64		carried_ms;
+
+	if (PG_ARGISNULL(0))
+		PG_RETURN_VOID();
+	max_id = PG_GETARG_INT64(0);
+	if (max_id < 0)
+		PG_RETURN_VOID();
+	sf_require_shared("snowflake_migrate_column()");
+	carried_ms = (max_id >> SF_TIMESTAMP_SHIFT) + SF_EPOCH_UNIX_MS;
+
+	/*
+	 * Never above the time the generator trusts now: the next ID would come
+	 * from that ms anyway, so anyone may call this (the migration runs as the
+	 * table's owner) and nobody can push the generator into the future.
+	 */
+	if (carried_ms > sf_watch_trusted_ms())
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("max_id %lld is above the IDs snowflake_next() issues now", (long long) max_id),
+				 errdetail("snowflake_migrate_lift() only lifts the generator up to the time it trusts now."),
+				 errhint("Pass the largest existing value of a column, after checking it is below snowflake_migrate_floor().")));
+	if (sf_datacenter_id != SF_NODE_UNSET && sf_machine_id != SF_NODE_UNSET)
+		sf_lift_node(&sf_shared->slots[sf_datacenter_id * (int) (SF_MAX_MACHINE + 1) + sf_machine_id].slot,
+					 carried_ms, "snowflake_migrate_column()");
+	else
+		for (int i = 0; i < SF_NODE_COUNT; i++)
+			sf_lift_node(&sf_shared->slots[i].slot, carried_ms, "snowflake_migrate_column()");
+	PG_RETURN_VOID();
+}
+
+/*
+ * The migrate functions of versions 1.1 and 1.2 (PL/pgSQL in released
+ * scripts) run code of other roles with the caller's privileges; not every
+ * path of theirs calls into this library before its first DDL (the one that
+ * only widens references added since does not).  So the library refuses the
+ * call itself, on entry: fmgr_hook refuses the extension's function
+ * snowflake_migrate_column at FHET_START, before its first statement, while
+ * the extension's installed version is 1.0, 1.1 or 1.2.  Both old bodies
+ * carry SET clauses, so PostgreSQL calls fmgr_hook for them without a
+ * needs_fmgr_hook of ours: no other function (snowflake_next() among them)
+ * pays for a look-up when it is set up or called; only functions with SET
+ * clauses or SECURITY DEFINER, at each call, pay one catalog-cache look-up.
+ * This needs the library loaded in the session, which
+ * shared_preload_libraries (required to generate IDs) guarantees.
+ */
+static fmgr_hook_type prev_fmgr_hook = NULL;
+
+/* The old version of the extension, if fn is its snowflake_migrate_column and it is older than 1.3. */
+static char *
+sf_old_migrate_version(Oid fn)
+{
+	HeapTuple	tup;
+	bool		named;
+	char	   *version;
+
+	tup = SearchSysCache1(PROCOID, ObjectIdGetDatum(fn));
+	if (!HeapTupleIsValid(tup))
+		return NULL;
+	named = strcmp(NameStr(((Form_pg_proc) GETSTRUCT(tup))->proname), "snowflake_migrate_column") == 0;
+	ReleaseSysCache(tup);
+	if (!named)
+		return NULL;
+	version = sf_extension_version_of(fn);
+	if (version != NULL &&
+		(strcmp(version, "1.0") == 0 || strcmp(version, "1.1") == 0 || strcmp(version, "1.2") == 0))
+		return version;
+	return NULL;
+}
+
+static void
+sf_migrate_fmgr_hook(FmgrHookEventType event, FmgrInfo *flinfo, Datum *private)
+{
+	if (event == FHET_START)
+	{
+		char	   *version = sf_old_migrate_version(flinfo->fn_oid);
+
+		if (version != NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("snowflake_migrate_column() of extension version %s cannot run with this library: ALTER EXTENSION snowflake UPDATE first",
+							version),
+					 errdetail("Version %s of snowflake_migrate_column() runs code of the roles that own dependent objects with your privileges; version 1.3 runs it as their owner. This refusal comes before its first statement.",
+							   version),
+					 errhint("Run ALTER EXTENSION snowflake UPDATE, then migrate.")));
+	}
+	if (prev_fmgr_hook)
+		prev_fmgr_hook(event, flinfo, private);
+}
+
+void
+sf_migrate_init(void)
+{
+	prev_fmgr_hook = fmgr_hook;
+	fmgr_hook = sf_migrate_fmgr_hook;
+}

@@ -136,7 +136,6 @@ sf_pending_add(const SfPendingClaim *claim)
 	sf_pending[sf_npending++] = *claim;
 }
 
-static void sf_lift_node(SnowflakeSlot *slot, int64 carried_ms);
 
 static void
 sf_xact_callback(XactEvent event, void *arg)
@@ -161,7 +160,7 @@ sf_xact_callback(XactEvent event, void *arg)
 			 */
 			for (int i = 0; i < sf_npending && sf_shared != NULL; i++)
 				if (!sf_pending[i].release && sf_pending[i].carried_ms >= 0)
-					sf_lift_node(&sf_shared->slots[sf_pending[i].node].slot, sf_pending[i].carried_ms);
+					sf_lift_node(&sf_shared->slots[sf_pending[i].node].slot, sf_pending[i].carried_ms, "snowflake_claim_node()");
 			break;
 
 		case XACT_EVENT_COMMIT:
@@ -269,8 +268,8 @@ sf_claim_node_arg(FunctionCallInfo fcinfo, const char *caller)
  * shutdown's mark covers every lifted slot, sf_mark_shutdown).  carried_ms was
  * checked against its bounds by snowflake_note_claim().
  */
-static void
-sf_lift_node(SnowflakeSlot *slot, int64 carried_ms)
+void
+sf_lift_node(SnowflakeSlot *slot, int64 carried_ms, const char *caller)
 {
 	int64		tick = Min(carried_ms - SF_EPOCH_UNIX_MS, SF_MAX_TICK);
 	uint64		target = SF_WORD(tick, SF_MAX_SEQUENCE);
@@ -282,7 +281,7 @@ sf_lift_node(SnowflakeSlot *slot, int64 carried_ms)
 		;
 	if (tick > (int64) pg_atomic_read_u64(&sf_shared->reserved) &&
 		!sf_mark_await(tick, sf_mono_ns() + (int64) Max(sf_max_wait_ms, SF_MARK_GRACE_MS) * SF_NS_PER_MS))
-		sf_mark_refuse("snowflake_claim_node()");
+		sf_mark_refuse(caller);
 }
 
 /* The longest lease snowflake_claim_node() takes, in ms. */

@@ -259,6 +259,8 @@ extern void sf_mark_startup(SnowflakeShared *shared);
 extern void sf_mark_shutdown(SnowflakeShared *shared);
 extern bool sf_mark_await(int64 need_tick, int64 deadline_ns);
 pg_noreturn extern void sf_mark_refuse(const char *caller);
+/* registry.c: lift a node's word and the durable mark above carried_ms (Unix ms) */
+extern void sf_lift_node(SnowflakeSlot *slot, int64 carried_ms, const char *caller);
 extern void sf_mark_nudge(int64 last_tick, int64 now_tick);
 extern long sf_mark_writer_step(bool woken);
 extern void sf_mark_replayed(uint64 mark_tick);
@@ -306,6 +308,7 @@ extern int	sf_current_node(const char *caller);
 /* worker.c: the reservation writer, which keeps the durable mark ahead */
 /* migrate.c */
 extern void sf_migrate_refuse_old_caller(FunctionCallInfo fcinfo);
+extern void sf_migrate_init(void);
 
 extern void sf_worker_register(void);
 extern void sf_bgworker_register(const char *name, const char *function, int flags,

@@ -171,7 +171,7 @@ SELECT col_type('k3', 'id'), col_type('atk.r3', 'kid');
 --    overload the role added in public, and its REFRESH would run it as the view's owner
 CREATE TABLE k4 (id serial PRIMARY KEY);
 INSERT INTO k4 SELECT FROM generate_series(1, 5);
-CREATE FUNCTION public.f4(int) RETURNS int LANGUAGE sql IMMUTABLE AS $$ SELECT $1 $$;
+CREATE FUNCTION public.f4(int) RETURNS int LANGUAGE sql IMMUTABLE RETURN $1;
 CREATE MATERIALIZED VIEW mv4 AS SELECT id, public.f4(id) AS f FROM k4;
 SET ROLE regress_sf_atk;
 CREATE FUNCTION public.f4(bigint) RETURNS int LANGUAGE plpgsql AS $$ BEGIN PERFORM atk.pwn('overload'); RETURN 0; END $$;
@@ -185,7 +185,7 @@ ALTER ROLE regress_sf_atk NOSUPERUSER;
 -- an operator: five rows before
 CREATE TABLE k4b (id serial PRIMARY KEY);
 INSERT INTO k4b SELECT FROM generate_series(1, 5);
-CREATE FUNCTION public.mod4(int, int) RETURNS int LANGUAGE sql IMMUTABLE AS $$ SELECT $1 % $2 $$;
+CREATE FUNCTION public.mod4(int, int) RETURNS int LANGUAGE sql IMMUTABLE RETURN $1 % $2;
 CREATE OPERATOR public.### (LEFTARG = int, RIGHTARG = int, FUNCTION = public.mod4);
 CREATE VIEW v4op AS SELECT id FROM k4b WHERE (id OPERATOR(public.###) 2) IN (0, 1);
 CREATE MATERIALIZED VIEW mv4op AS SELECT id FROM k4b WHERE (id OPERATOR(public.###) 2) IN (0, 1);
@@ -207,8 +207,8 @@ DROP OPERATOR public.### (bigint, int);
 DROP FUNCTION public.atk_mod(bigint, int);
 DROP FUNCTION public.f4(bigint);
 RESET ROLE;
-CREATE FUNCTION public.f4(bigint) RETURNS int LANGUAGE sql IMMUTABLE AS $$ SELECT -1 $$;
-CREATE FUNCTION public.mod4(bigint, int) RETURNS int LANGUAGE sql IMMUTABLE AS $$ SELECT 7 $$;
+CREATE FUNCTION public.f4(bigint) RETURNS int LANGUAGE sql IMMUTABLE RETURN -1;
+CREATE FUNCTION public.mod4(bigint, int) RETURNS int LANGUAGE sql IMMUTABLE RETURN 7;
 CREATE OPERATOR public.### (LEFTARG = bigint, RIGHTARG = int, FUNCTION = public.mod4);
 CREATE TABLE k4_log (f int);
 CREATE VIEW v4op_k4 AS SELECT id FROM k4 WHERE (id OPERATOR(public.###) 2) IN (0, 1);
@@ -244,9 +244,7 @@ END
 $$;
 CREATE MATERIALIZED VIEW atk.mv5 AS SELECT id, atk.pwn() AS p FROM public.k5;
 RESET ROLE;
-\set VERBOSITY verbose
 SELECT snowflake_migrate_column('k5');
-\set VERBOSITY default
 SELECT rolsuper AS atk_superuser FROM pg_roles WHERE rolname = 'regress_sf_atk';
 SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = 'k5'::regclass AND attname = 'id';
 ALTER ROLE regress_sf_atk NOSUPERUSER;
