@@ -28,9 +28,15 @@
  *     that is behind at start is corrected without a hold.
  *  W6 Accepting the clock never lowers the trusted offset.
  *
- * Cost: a call whose wall clock reading is at or below clock_ok_until (a time
- * a look found trusted) reads no other clock; a look raises it to at most a
- * second beyond the trusted time.  Lock-free: compare-and-swap on shared
+ * Cost: a call whose wall clock reading is at or below clock_ok_until reads
+ * no other clock.  A look raises it to the trusted time plus the tolerance:
+ * the boot clock only moves forward, so a reading at or below that bound is
+ * at most the tolerance ahead of the trusted time whenever it is taken (W1
+ * holds without a look), and after a step within the tolerance calls still
+ * read one clock (a bound of a second past the trusted time made them read
+ * two for the rest of the boot).  A lowered tolerance applies to calls once
+ * the bound passes, or at once when the writer's look (every second, W3)
+ * finds a lead beyond it: a hold resets the bound.  Lock-free: compare-and-swap on shared
  * atomics.  This file may call clock.c and shmem.c; it never writes files,
  * never sleeps and never takes a lock.
  */
@@ -41,8 +47,6 @@
 
 #include "snowflake.h"
 
-/* How far beyond the trusted time a look lets calls go without a look: 1 s. */
-#define SF_WATCH_FAST_MS	1000
 /* A call with the check off looks at the setting this often (ns of wall clock). */
 #define SF_WATCH_OFF_NS		(1000 * SF_NS_PER_MS)
 
@@ -194,7 +198,7 @@ sf_watch_look(int64 wall_ns, int64 *held_ms, bool generating)
 			ereport(WARNING,
 					(errmsg("snowflake: the system clock came back within snowflake.max_clock_jump_ms (%lld ms) of the time trusted before its %lld ms jump: generation resumes",
 							(long long) tol_ms, (long long) held)));
-		sf_watch_raise_ok(Max(wall_ns, boot + base + Min(tol_ms, SF_WATCH_FAST_MS) * SF_NS_PER_MS));
+		sf_watch_raise_ok(boot + base + tol_ms * SF_NS_PER_MS);
 		return SF_WATCH_RELEASED;
 	}
 
@@ -203,7 +207,7 @@ sf_watch_look(int64 wall_ns, int64 *held_ms, bool generating)
 	 * Not before the watch arms: the first generating call must look.
 	 */
 	if (likely(pg_atomic_read_u32(&sf_shared->clock_armed) != 0))
-		sf_watch_raise_ok(Max(wall_ns, boot + base + Min(tol_ms, SF_WATCH_FAST_MS) * SF_NS_PER_MS));
+		sf_watch_raise_ok(boot + base + tol_ms * SF_NS_PER_MS);
 	return SF_WATCH_SAME;
 }
 
