@@ -58,6 +58,9 @@ CREATE TABLE regress_registry (
     high_water_ms bigint,
     PRIMARY KEY (datacenter_id, machine_id)
 );
+-- The identity is the system identifier, then the data directory's inode and birth time.
+SELECT split_part(snowflake_server_identity(), ':', 1) = (SELECT system_identifier::text FROM pg_control_system()) AS identity_starts_with_system_identifier,
+       snowflake_server_identity() ~ '^[0-9]+:[0-9]+:([0-9]+\.[0-9]{9}|-)$' AS identity_has_inode_and_birth_time;
 SELECT split_part(snowflake_server_identity(), ':', 1) AS sysid,
        split_part(snowflake_server_identity(), ':', 2) AS ino \gset
 BEGIN;
