@@ -1,9 +1,10 @@
 /*
  * compat.h: every difference between the PostgreSQL major versions snowflake
- * supports (15, 16, 17, 18), in one place.  No other file may test
+ * supports (15, 16, 17, 18, 19), in one place.  No other file may test
  * PG_VERSION_NUM or a feature macro; the code calls the names defined here.
  *
- * Tested: 15, 17, 18.  Compiled only in principle: 16 (no server here), so
+ * Tested: 15, 17, 18, 19 (19~rc1-1 from Debian experimental).  Compiled only
+ * in principle: 16 (no server here), so
  * every 16 difference is guarded on PG_VERSION_NUM from the release notes and
  * headers of that release.
  */
@@ -45,6 +46,15 @@
  */
 #if PG_VERSION_NUM < 180000
 #define pg_noreturn pg_attribute_noreturn()
+#endif
+
+/*
+ * PostgreSQL 19's funcapi.h no longer includes utils/tuplestore.h, which
+ * declares tuplestore_putvalues() (the set-returning functions use it).  The
+ * header exists in every supported version; 19 needs it named.
+ */
+#if PG_VERSION_NUM >= 190000
+#include "utils/tuplestore.h"
 #endif
 
 #endif							/* SNOWFLAKE_COMPAT_H */

@@ -93,15 +93,15 @@ SELECT is((SELECT array_agg(DISTINCT oprname::text ORDER BY oprname::text) FROM 
           ARRAY['<', '<=', '<>', '=', '>', '>='], 'comparison operators only: no arithmetic');
 SELECT is((SELECT count(*) FROM pg_catalog.pg_operator WHERE 'snowflake'::regtype IN (oprleft, oprright)),
           42::bigint, '42 operators: 6 comparisons for each of 7 pairs of types');
-SELECT is((SELECT array_agg(o.oid::regoperator::text ORDER BY 1) FROM pg_catalog.pg_operator o
+SELECT is((SELECT array_agg(o.oid::regoperator::text ORDER BY o.oid::regoperator::text COLLATE "C") FROM pg_catalog.pg_operator o
            WHERE 'snowflake'::regtype IN (o.oprleft, o.oprright)
              AND (o.oprcom = 0 OR o.oprnegate = 0 OR o.oprrest = 0 OR o.oprjoin = 0)), NULL,
           'every operator has a commutator, a negator and selectivity estimators');
-SELECT is((SELECT array_agg(o.oid::regoperator::text ORDER BY 1) FROM pg_catalog.pg_operator o
+SELECT is((SELECT array_agg(o.oid::regoperator::text ORDER BY o.oid::regoperator::text COLLATE "C") FROM pg_catalog.pg_operator o
            WHERE 'snowflake'::regtype IN (o.oprleft, o.oprright)
              AND (o.oprname = '=') <> (o.oprcanhash AND o.oprcanmerge)), NULL,
           'the equality operators, and only they, are HASHES and MERGES');
-SELECT is((SELECT array_agg(o.oid::regoperator::text ORDER BY 1) FROM pg_catalog.pg_operator o
+SELECT is((SELECT array_agg(o.oid::regoperator::text ORDER BY o.oid::regoperator::text COLLATE "C") FROM pg_catalog.pg_operator o
            JOIN pg_catalog.pg_proc p ON p.oid = o.oprcode
            JOIN pg_catalog.pg_operator core ON core.oprname = o.oprname
                 AND core.oprleft = CASE WHEN o.oprleft = 'snowflake'::regtype THEN 'int8'::regtype ELSE o.oprleft END
@@ -146,7 +146,7 @@ SELECT is((SELECT array_agg(p.prosrc ORDER BY a.amprocnum) FROM pg_catalog.pg_am
 
 -- aggregates
 SELECT is((SELECT array_agg(p.oid::regprocedure::text || ' ' || format_type(p.prorettype, NULL) || ' ' || a.aggsortop::regoperator::text
-                            ORDER BY 1)
+                            ORDER BY p.oid::regprocedure::text COLLATE "C")
            FROM pg_catalog.pg_aggregate a JOIN pg_catalog.pg_proc p ON p.oid = a.aggfnoid
            WHERE p.proargtypes[0] = 'snowflake'::regtype),
           ARRAY['max(snowflake) snowflake >(snowflake,snowflake)', 'min(snowflake) snowflake <(snowflake,snowflake)'],
