@@ -99,16 +99,16 @@ BEGIN
                   HINT = format('Give the column a built-in type (ALTER TABLE %s ALTER COLUMN %I TYPE ...), and claim again.', registry, bad.attname);
     END IF;
     -- The same for types its defaults, constraints and indexes name (a cast to a domain).
-    SELECT t.oid::regtype AS typ INTO bad
-    FROM pg_catalog.pg_depend d JOIN pg_catalog.pg_type t
-      ON d.refclassid = 'pg_catalog.pg_type'::regclass AND t.oid = d.refobjid
+    SELECT dt.oid::regtype AS typ INTO bad
+    FROM pg_catalog.pg_depend d JOIN pg_catalog.pg_type dt
+      ON d.refclassid = 'pg_catalog.pg_type'::regclass AND dt.oid = d.refobjid
     WHERE ((d.classid = 'pg_catalog.pg_attrdef'::regclass
             AND d.objid IN (SELECT a.oid FROM pg_catalog.pg_attrdef a WHERE a.adrelid = registry))
         OR (d.classid = 'pg_catalog.pg_constraint'::regclass
             AND d.objid IN (SELECT c.oid FROM pg_catalog.pg_constraint c WHERE c.conrelid = registry))
         OR (d.classid = 'pg_catalog.pg_class'::regclass
             AND d.objid IN (SELECT i.indexrelid FROM pg_catalog.pg_index i WHERE i.indrelid = registry)))
-      AND (t.typtype = 'd' OR t.typnamespace <> 'pg_catalog'::regnamespace)
+      AND (dt.typtype = 'd' OR dt.typnamespace <> 'pg_catalog'::regnamespace)
     LIMIT 1;
     IF FOUND THEN
         RAISE EXCEPTION 'registry % uses type % (in a default, constraint or index), which is not a built-in type', registry, bad.typ
