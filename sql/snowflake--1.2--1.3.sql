@@ -24,6 +24,26 @@ DECLARE
     rel     record;
     bad     record;
 BEGIN
+    -- The extension's own schema: a role that can create functions there can plant overloads
+    -- of these functions that an untyped call would prefer.  Every role that can (itself, by a
+    -- role it may become, or with CREATEROLE through any role but a superuser) must already
+    -- have the caller's rights (pg_database_owner acts only through the database owner).
+    SELECT x.rolname, g.rolname AS via, e.extnamespace::regnamespace AS nsp INTO bad
+    FROM pg_catalog.pg_extension e, pg_catalog.pg_roles x, pg_catalog.pg_roles g
+    WHERE e.extname = 'snowflake' AND NOT x.rolsuper AND x.rolname <> 'pg_database_owner'
+      AND NOT pg_catalog.pg_has_role(x.oid, current_user, 'MEMBER')
+      AND (pg_catalog.pg_has_role(x.oid, g.oid, 'MEMBER') OR (x.rolcreaterole AND NOT g.rolsuper))
+      AND pg_catalog.has_schema_privilege(g.oid, e.extnamespace, 'CREATE')
+    ORDER BY x.rolname, g.oid = x.oid, g.rolname LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'role % can create objects in schema % of extension snowflake, and does not have the rights of role %',
+                        pg_catalog.quote_ident(bad.rolname), bad.nsp, current_user
+            USING ERRCODE = 'insufficient_privilege',
+                  DETAIL = format('Through role %s it could plant functions named like the extension''s that an untyped call would run with the rights of role %s.',
+                                  pg_catalog.quote_ident(bad.via), current_user),
+                  HINT = format('Revoke CREATE on schema %s from every role but superusers (for schema public also from PUBLIC, and give it to a superuser: ALTER SCHEMA public OWNER TO a superuser), '
+                                'or install the extension in a schema of its own owned by a superuser.', bad.nsp);
+    END IF;
     -- A schema owned by pg_database_owner (public, since PostgreSQL 15) is the database owner's.
     SELECT c.relkind, c.relowner, c.relowner::regrole AS owner, n.nspowner AS nsp_role,
            CASE WHEN o.rolname = 'pg_database_owner'

@@ -99,11 +99,33 @@ for my $l (@lines)
 	$node->psql('appdb', "SELECT $call") if $call =~ /^public\./;
 	is(is_superuser('app'), 'f', "$doc: \"$call\" run by a superuser runs no planted function");
 }
-# The exact typed call reaches the extension's functions (a claim, then a release; the registry
-# in public is refused: app owns that schema, and could replace the table).
-like(fails('appdb', "SELECT public.snowflake_claim_node('public.snowflake_registry'::regclass, '5 minutes'::interval)", 'the typed claim of a registry in app\'s schema'),
-	qr/42501: schema public of registry public.snowflake_registry is owned by role app of pg_database_owner/, 'is the extension\'s, refusing a schema app owns');
+# The exact typed call reaches the extension's functions, which refuse before doing anything
+# while a role that does not have the caller's rights can create functions in their schema.
 $node->safe_psql('appdb', "CREATE SCHEMA reg; CREATE TABLE reg.snowflake_registry ($registry_ddl)");
+for my $call ("public.snowflake_claim_node('reg.snowflake_registry'::regclass, '5 minutes'::interval)",
+	"public.snowflake_release_node('reg.snowflake_registry'::regclass)")
+{
+	my $err = fails('appdb', "SELECT $call", "$call while app can create in the extension's schema");
+	like($err, qr/42501: role app can create objects in schema public of extension snowflake, and does not have the rights of role/,
+		'refused: the extension\'s schema is writable by an untrusted role');
+	like($err, qr/HINT:  Revoke CREATE on schema public/, 'the hint gives the fix');
+}
+is($node->safe_psql('appdb', 'SELECT count(*) FROM reg.snowflake_registry'), '0', 'nothing was claimed');
+# The same for a role given CREATE on the schema, or a member of such a role.
+$node->safe_psql('postgres', q{CREATE ROLE writer NOLOGIN; CREATE ROLE member LOGIN IN ROLE writer; CREATE EXTENSION snowflake;
+CREATE TABLE public.snowflake_registry (datacenter_id int NOT NULL, machine_id int NOT NULL, owner text NOT NULL,
+    claimed_at timestamptz NOT NULL, expires_at timestamptz NOT NULL, high_water_ms bigint, PRIMARY KEY (datacenter_id, machine_id));
+GRANT CREATE ON SCHEMA public TO writer;});
+like(fails('postgres', "SELECT public.snowflake_claim_node('public.snowflake_registry'::regclass, '5 minutes'::interval)", 'a claim while writer has CREATE on public'),
+	qr/42501: role member can create objects in schema public of extension snowflake.*\n.*Through role writer/, 'refused, naming the member and the role it acts through');
+$node->safe_psql('postgres', 'REVOKE CREATE ON SCHEMA public FROM writer');
+like($node->safe_psql('postgres', "SELECT public.snowflake_claim_node('public.snowflake_registry'::regclass, '5 minutes'::interval)"),
+	qr/^\d{4}-/, 'claimed once CREATE is revoked');
+is($node->safe_psql('postgres', "SELECT public.snowflake_release_node('public.snowflake_registry'::regclass)"), 't', 'and released');
+$node->safe_psql('postgres', 'DROP TABLE public.snowflake_registry');
+# With the schema given to a superuser (app keeps the functions it planted, but can create no more),
+# the typed calls run the extension's functions, never the planted ones.
+$node->safe_psql('appdb', 'ALTER SCHEMA public OWNER TO CURRENT_USER');
 like($node->safe_psql('appdb', "SELECT public.snowflake_claim_node('reg.snowflake_registry'::regclass, '5 minutes'::interval)"),
 	qr/^\d{4}-/, 'the typed claim is the extension\'s');
 is($node->safe_psql('appdb', q{SELECT owner = public.snowflake_server_identity() FROM reg.snowflake_registry}), 't',
@@ -113,7 +135,7 @@ is($node->safe_psql('appdb', "SELECT public.snowflake_release_node('reg.snowflak
 is(is_superuser('app'), 'f', 'app never became superuser');
 
 # --- F2: a domain on a registry column whose constraint calls a hostile function.
-$node->safe_psql('postgres', q{CREATE ROLE dom LOGIN; GRANT CREATE ON DATABASE postgres TO dom; CREATE EXTENSION snowflake;});
+$node->safe_psql('postgres', q{CREATE ROLE dom LOGIN; GRANT CREATE ON DATABASE postgres TO dom;});
 $node->safe_psql(
 	'postgres', q{
 CREATE SCHEMA dom;
