@@ -13,7 +13,10 @@
 -- defaults, constraints and indexes call, and (for a foreign table) its foreign server's owner
 -- must already have the claiming role's rights.  A takeover refuses a row no genuine holder
 -- could have written (no high_water_ms or expires_at, a mark below 0 or beyond the new lease's
--- end plus snowflake.max_lead_ms); a claim never lowers high_water_ms.
+-- end plus snowflake.max_lead_ms); a claim never lowers high_water_ms.  After an outside
+-- attack: no role without the caller's rights may create objects in the extension's schema;
+-- the registry's columns and expressions use only built-in types (no domains); a foreign
+-- registry's server sets connect_timeout, at most half the lease.
 
 CREATE OR REPLACE FUNCTION @extschema@.snowflake_check_registry(registry regclass)
 RETURNS void
@@ -198,7 +201,7 @@ END
 $function$;
 
 COMMENT ON FUNCTION @extschema@.snowflake_check_registry(regclass) IS
-'internal: refuses a registry with triggers, rules or policies, or whose owner, schema owner, foreign server owner or called functions the caller does not trust, or that lacks high_water_ms';
+'internal: refuses while an untrusted role can create objects in the extension''s schema, and refuses a registry with triggers, rules or policies, with a domain or non-built-in type, whose owner, schema owner, foreign server owner or called functions the caller does not trust, whose foreign server has no connect_timeout, or that lacks high_water_ms';
 
 CREATE OR REPLACE FUNCTION @extschema@.snowflake_claim_node(registry regclass, lease interval DEFAULT '5 minutes')
 RETURNS timestamptz
