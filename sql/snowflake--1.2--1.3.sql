@@ -13,7 +13,10 @@
 -- defaults, constraints and indexes call, and (for a foreign table) its foreign server's owner
 -- must already have the claiming role's rights.  A takeover refuses a row no genuine holder
 -- could have written (no high_water_ms or expires_at, a mark below 0 or beyond the new lease's
--- end plus snowflake.max_lead_ms); a claim never lowers high_water_ms.
+-- end plus snowflake.max_lead_ms); a claim never lowers high_water_ms.  After an outside
+-- attack: no role without the caller's rights may create objects in the extension's schema;
+-- the registry's columns and expressions use only built-in types (no domains); a foreign
+-- registry's server sets connect_timeout, at most half the lease.
 
 CREATE OR REPLACE FUNCTION @extschema@.snowflake_check_registry(registry regclass)
 RETURNS void
@@ -24,6 +27,26 @@ DECLARE
     rel     record;
     bad     record;
 BEGIN
+    -- The extension's own schema: a role that can create functions there can plant overloads
+    -- of these functions that an untyped call would prefer.  Every role that can (itself, by a
+    -- role it may become, or with CREATEROLE through any role but a superuser) must already
+    -- have the caller's rights (pg_database_owner acts only through the database owner).
+    SELECT x.rolname, g.rolname AS via, e.extnamespace::regnamespace AS nsp INTO bad
+    FROM pg_catalog.pg_extension e, pg_catalog.pg_roles x, pg_catalog.pg_roles g
+    WHERE e.extname = 'snowflake' AND NOT x.rolsuper AND x.rolname <> 'pg_database_owner'
+      AND NOT pg_catalog.pg_has_role(x.oid, current_user, 'MEMBER')
+      AND (pg_catalog.pg_has_role(x.oid, g.oid, 'MEMBER') OR (x.rolcreaterole AND NOT g.rolsuper))
+      AND pg_catalog.has_schema_privilege(g.oid, e.extnamespace, 'CREATE')
+    ORDER BY x.rolname, g.oid = x.oid, g.rolname LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'role % can create objects in schema % of extension snowflake, and does not have the rights of role %',
+                        pg_catalog.quote_ident(bad.rolname), bad.nsp, current_user
+            USING ERRCODE = 'insufficient_privilege',
+                  DETAIL = format('Through role %s it could plant functions named like the extension''s that an untyped call would run with the rights of role %s.',
+                                  pg_catalog.quote_ident(bad.via), current_user),
+                  HINT = format('Revoke CREATE on schema %s from every role but superusers (for schema public also from PUBLIC, and give it to a superuser: ALTER SCHEMA public OWNER TO a superuser), '
+                                'or install the extension in a schema of its own owned by a superuser.', bad.nsp);
+    END IF;
     -- A schema owned by pg_database_owner (public, since PostgreSQL 15) is the database owner's.
     SELECT c.relkind, c.relowner, c.relowner::regrole AS owner, n.nspowner AS nsp_role,
            CASE WHEN o.rolname = 'pg_database_owner'
@@ -84,6 +107,38 @@ BEGIN
                   DETAIL = 'A registry may carry no triggers, rules or row security policies: their code would run with the rights of the role that claims.',
                   HINT = format('Drop the policy (DROP POLICY %I ON %s), and claim again.', bad.polname, registry);
     END IF;
+    -- Column types: a domain's constraints (and a type's functions) run with the caller's rights
+    -- on every write; only built-in types, no domains, whoever owns them.
+    SELECT a.attname, a.atttypid::regtype AS typ INTO bad
+    FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_type t ON t.oid = a.atttypid
+    WHERE a.attrelid = registry AND a.attnum > 0 AND NOT a.attisdropped
+      AND (t.typtype = 'd' OR t.typnamespace <> 'pg_catalog'::regnamespace)
+    ORDER BY a.attnum LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'registry % column % has type %, which is not a built-in type', registry,
+                        pg_catalog.quote_ident(bad.attname), bad.typ
+            USING ERRCODE = 'insufficient_privilege',
+                  DETAIL = 'A registry''s columns may use only built-in types of schema pg_catalog, and no domains: a domain''s constraints would run with the rights of the role that claims.',
+                  HINT = format('Give the column a built-in type (ALTER TABLE %s ALTER COLUMN %I TYPE ...), and claim again.', registry, bad.attname);
+    END IF;
+    -- The same for types its defaults, constraints and indexes name (a cast to a domain).
+    SELECT dt.oid::regtype AS typ INTO bad
+    FROM pg_catalog.pg_depend d JOIN pg_catalog.pg_type dt
+      ON d.refclassid = 'pg_catalog.pg_type'::regclass AND dt.oid = d.refobjid
+    WHERE ((d.classid = 'pg_catalog.pg_attrdef'::regclass
+            AND d.objid IN (SELECT a.oid FROM pg_catalog.pg_attrdef a WHERE a.adrelid = registry))
+        OR (d.classid = 'pg_catalog.pg_constraint'::regclass
+            AND d.objid IN (SELECT c.oid FROM pg_catalog.pg_constraint c WHERE c.conrelid = registry))
+        OR (d.classid = 'pg_catalog.pg_class'::regclass
+            AND d.objid IN (SELECT i.indexrelid FROM pg_catalog.pg_index i WHERE i.indrelid = registry)))
+      AND (dt.typtype = 'd' OR dt.typnamespace <> 'pg_catalog'::regnamespace)
+    LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'registry % uses type % (in a default, constraint or index), which is not a built-in type', registry, bad.typ
+            USING ERRCODE = 'insufficient_privilege',
+                  DETAIL = 'A registry may use only built-in types of schema pg_catalog, and no domains: a domain''s constraints would run with the rights of the role that claims.',
+                  HINT = 'Drop that default, constraint or index, and claim again.';
+    END IF;
     -- Functions its defaults, constraints and indexes call (also through operators).
     SELECT f.oid::regprocedure AS func, f.proowner::regrole AS owner INTO bad
     FROM pg_catalog.pg_depend d
@@ -119,6 +174,18 @@ BEGIN
                       DETAIL = 'The owner of a foreign server can point it, and its user mappings, at another database.',
                       HINT = 'Give the foreign server to a role the claiming role trusts (a superuser).';
         END IF;
+        -- Connecting has no timeout of its own (and cannot be interrupted): a registry server
+        -- that accepts connections but never answers would hang the claim, and the server's
+        -- shutdown, for good.
+        IF NOT EXISTS (SELECT FROM pg_catalog.pg_options_to_table(
+                                     (SELECT s.srvoptions FROM pg_catalog.pg_foreign_server s WHERE s.srvname = bad.srvname)) o
+                       WHERE o.option_name = 'connect_timeout' AND o.option_value ~ '^\s*[0-9]{1,9}\s*$'
+                         AND o.option_value::int > 0) THEN
+            RAISE EXCEPTION 'foreign server % of registry % has no connect_timeout', pg_catalog.quote_ident(bad.srvname), registry
+                USING ERRCODE = 'invalid_object_definition',
+                      DETAIL = 'Without connect_timeout (a whole number of seconds above 0) a registry server that accepts connections but never answers would hang the claim, and this server''s shutdown, until it answers.',
+                      HINT = format('Run ALTER SERVER %I OPTIONS (ADD connect_timeout ''10'') (at most half the lease; also keepalives ''1''), and claim again.', bad.srvname);
+        END IF;
     END IF;
     IF NOT EXISTS (SELECT FROM pg_catalog.pg_attribute a
                    WHERE a.attrelid = registry AND a.attname = 'high_water_ms'
@@ -134,7 +201,7 @@ END
 $function$;
 
 COMMENT ON FUNCTION @extschema@.snowflake_check_registry(regclass) IS
-'internal: refuses a registry with triggers, rules or policies, or whose owner, schema owner, foreign server owner or called functions the caller does not trust, or that lacks high_water_ms';
+'internal: refuses while an untrusted role can create objects in the extension''s schema, and refuses a registry with triggers, rules or policies, with a domain or non-built-in type, whose owner, schema owner, foreign server owner or called functions the caller does not trust, whose foreign server has no connect_timeout, or that lacks high_water_ms';
 
 CREATE OR REPLACE FUNCTION @extschema@.snowflake_claim_node(registry regclass, lease interval DEFAULT '5 minutes')
 RETURNS timestamptz
@@ -153,6 +220,7 @@ DECLARE
     holder  text;
     holder_until timestamptz;
     carried bigint;
+    fs      record;
 BEGIN
     IF registry IS NULL THEN
         RAISE EXCEPTION 'registry must not be null' USING ERRCODE = 'null_value_not_allowed';
@@ -171,6 +239,18 @@ BEGIN
             USING ERRCODE = 'read_only_sql_transaction';
     END IF;
     PERFORM @extschema@.snowflake_check_registry(registry);
+    -- A foreign registry's connect_timeout (checked there) must end well inside the lease.
+    SELECT s.srvname, o.option_value::int AS secs INTO fs
+    FROM pg_catalog.pg_foreign_table ft JOIN pg_catalog.pg_foreign_server s ON s.oid = ft.ftserver,
+         pg_catalog.pg_options_to_table(s.srvoptions) o
+    WHERE ft.ftrelid = registry AND o.option_name = 'connect_timeout';
+    IF FOUND AND pg_catalog.make_interval(secs => greatest(fs.secs, 2)) * 2 > lease THEN
+        RAISE EXCEPTION 'connect_timeout % of foreign server % is too long for a lease of %', fs.secs,
+                        pg_catalog.quote_ident(fs.srvname), lease
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = 'A connection attempt to the registry must end well inside the lease: connect_timeout (at least 2 seconds in effect) may be at most half of it.',
+                  HINT = format('Lower it (ALTER SERVER %I OPTIONS (SET connect_timeout ''N'')), or claim a longer lease.', fs.srvname);
+    END IF;
     until := t0 + lease;
     -- The most a genuine holder's row can carry: its lease's end (before now) plus max_lead_ms.
     highest := (extract(epoch FROM until) * 1000)::bigint

@@ -106,7 +106,7 @@ sf_claim_refuse(SnowflakeSlot *slot, int node, int64 now_ms, int64 last_tick, co
 				 errmsg("%s refused: this server holds no current registry claim for datacenter %d, machine %d",
 						caller, SF_NODE_DC(node), SF_NODE_M(node)),
 				 errdetail("snowflake.require_claim is on; the claim was never taken since start-up, was released, or its lease ended."),
-				 errhint("Run SELECT <extension schema>.snowflake_claim_node('<schema>.<registry table>'), and renew it before the lease ends (the registry worker, snowflake.registry, does both).")));
+				 errhint("Run SELECT <extension schema>.snowflake_claim_node('<schema>.<registry table>'::regclass, '5 minutes'::interval), and renew it before the lease ends (the registry worker, snowflake.registry, does both).")));
 
 	ereport(ERROR,
 			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -115,7 +115,7 @@ sf_claim_refuse(SnowflakeSlot *slot, int node, int64 now_ms, int64 last_tick, co
 			 errdetail("snowflake.require_claim is on; IDs under a claim may run at most snowflake.max_lead_ms (as it was when the claim was taken) past the lease's end, "
 					   "here %lld ms past the bound; a release (also one rolled back) fences the node at the last ID issued until the next claim.",
 					   (long long) (last_tick + SF_EPOCH_UNIX_MS - bound)),
-			 errhint("Renew the claim (<extension schema>.snowflake_claim_node()); after a release, claim the node again.")));
+			 errhint("Renew the claim (<extension schema>.snowflake_claim_node('<schema>.<registry table>'::regclass, '5 minutes'::interval)); after a release, claim the node again.")));
 }
 
 /* ---- pending claims and the transaction callbacks ---- */
@@ -316,7 +316,7 @@ snowflake_note_claim(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("permission denied for function snowflake_note_claim"),
 				 errdetail("Only a superuser, or snowflake.registry_role inside the registry worker's claim, may record a claim."),
-				 errhint("Claim with <extension schema>.snowflake_claim_node() as a superuser, or let the registry worker claim.")));
+				 errhint("Claim with <extension schema>.snowflake_claim_node('<schema>.<registry table>'::regclass, '5 minutes'::interval) as a superuser, or let the registry worker claim.")));
 	if (!superuser() &&
 		node != sf_datacenter_id * (int) (SF_MAX_MACHINE + 1) + sf_machine_id)
 		ereport(ERROR,

@@ -106,7 +106,7 @@ foreach my $n ($a, $b)
 	$n->safe_psql(
 		'postgres', qq{
 CREATE EXTENSION postgres_fdw;
-CREATE SERVER fleet FOREIGN DATA WRAPPER postgres_fdw OPTIONS (host '$host', port '$port', dbname 'postgres');
+CREATE SERVER fleet FOREIGN DATA WRAPPER postgres_fdw OPTIONS (host '$host', port '$port', dbname 'postgres', connect_timeout '2');
 CREATE USER MAPPING FOR CURRENT_USER SERVER fleet;
 IMPORT FOREIGN SCHEMA public LIMIT TO (snowflake_registry) FROM SERVER fleet INTO public;
 ALTER SYSTEM SET snowflake.require_claim = on;
@@ -122,7 +122,7 @@ $err = fails($a, 'SELECT snowflake_next()', 'require_claim without a claim');
 like($err, qr/55000: snowflake_next\(\) refused: this server holds no current registry claim for datacenter 4, machine 2/,
 	'with require_claim on, no claim means no IDs');
 
-my $until = $a->safe_psql('postgres', "SELECT snowflake_claim_node('snowflake_registry', '3 seconds')");
+my $until = $a->safe_psql('postgres', "SELECT snowflake_claim_node('snowflake_registry', '4 seconds')");
 like($until, qr/^\d{4}-/, 'server a claims (4, 2)');
 is($a->safe_psql('postgres', 'SELECT snowflake_datacenter_id(snowflake_next())'), '4', 'a generates under its claim');
 is( $r->safe_psql('postgres', 'SELECT owner FROM snowflake_registry'),
@@ -135,7 +135,7 @@ $err = fails($b, 'SELECT snowflake_next()', 'b generates without a claim');
 like($err, qr/holds no current registry claim/, 'b does not generate under the node a holds');
 
 # a renews: still its own.
-$a->safe_psql('postgres', "SELECT snowflake_claim_node('snowflake_registry', '2 seconds')");
+$a->safe_psql('postgres', "SELECT snowflake_claim_node('snowflake_registry', '4 seconds')");
 is($a->safe_psql('postgres', 'SELECT count(*) FROM snowflake_registry'), '1', 'renewal keeps one claim');
 
 # a stops renewing (as if it died); once its lease ends, b may take over and a may not go on.
@@ -169,7 +169,7 @@ $e->init;
 $e->append_conf('postgresql.conf', $conf . qq(
 snowflake.registry = 'public.snowflake_registry'
 snowflake.registry_role = 'claimer'
-snowflake.registry_lease_ms = 3000
+snowflake.registry_lease_ms = 4000
 snowflake.require_claim = on
 ));
 $e->start;
@@ -193,7 +193,7 @@ ok($e->wait_for_log(qr/snowflake.registry_role "claimer" is a superuser/, $log_a
 		'postgres', qq{
 ALTER ROLE claimer NOSUPERUSER;
 CREATE EXTENSION postgres_fdw;
-CREATE SERVER fleet FOREIGN DATA WRAPPER postgres_fdw OPTIONS (host '$host', port '$port', dbname 'postgres');
+CREATE SERVER fleet FOREIGN DATA WRAPPER postgres_fdw OPTIONS (host '$host', port '$port', dbname 'postgres', connect_timeout '2');
 CREATE USER MAPPING FOR CURRENT_USER SERVER fleet;
 CREATE USER MAPPING FOR claimer SERVER fleet OPTIONS (user '$r_user', password_required 'false');
 IMPORT FOREIGN SCHEMA public LIMIT TO (snowflake_registry) FROM SERVER fleet INTO public;

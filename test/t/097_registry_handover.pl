@@ -44,7 +44,7 @@ foreach my $n ($a, $b)
 	$n->query(qq{
 CREATE EXTENSION snowflake;
 CREATE EXTENSION postgres_fdw;
-CREATE SERVER fleet FOREIGN DATA WRAPPER postgres_fdw OPTIONS (host '$host', port '$port', dbname 'postgres');
+CREATE SERVER fleet FOREIGN DATA WRAPPER postgres_fdw OPTIONS (host '$host', port '$port', dbname 'postgres', connect_timeout '2');
 CREATE USER MAPPING FOR CURRENT_USER SERVER fleet;
 IMPORT FOREIGN SCHEMA public LIMIT TO (snowflake_registry) FROM SERVER fleet INTO public;
 });
@@ -154,29 +154,30 @@ my $first_b = $b->next_id('b once its clock passes the mark a left');
 cmp_ok($first_b, '>', $last_a, "b's first ID is above a's last");
 
 # --- Item 7: a lease that ends while its holder ran ahead under max_lead_ms.
+# (4-second lease: a foreign registry's connect_timeout, 2 s at least, may be at most half the lease)
 
 my $last_b = $b->next_id('last ID of b');
 is($b->query("SELECT snowflake_release_node('public.snowflake_registry')"), 't', 'b releases the node');
 my $f = time + 30;
 $a->set_clock(frozen_time($f));          # a's clock stands still: IDs run ahead of it
-$a->query("SET snowflake.max_lead_ms = 3000;\n" . claim_sql('public.snowflake_registry', '1 second'));
+$a->query("SET snowflake.max_lead_ms = 3000;\n" . claim_sql('public.snowflake_registry', '4 seconds'));
 my ($ahead) = $a->ids("SET snowflake.max_lead_ms = 3000;\nSELECT max(i) FROM snowflake_next_n(10000000) i;",
 	'a runs 2.4 s ahead of its clock, within its lease and max_lead_ms', count => 1);
 cmp_ok(id_unix_ms($ahead) - 1000 * $f, '>', 2400, 'a issued IDs 2.4 s past its clock');
-is($r->safe_psql('postgres', 'SELECT high_water_ms FROM snowflake_registry'), 1000 * $f + 1000 + 3000,
+is($r->safe_psql('postgres', 'SELECT high_water_ms FROM snowflake_registry'), 1000 * $f + 4000 + 3000,
 	'the registry carries the bound of a\'s claim: its lease\'s end plus its max_lead_ms');
 
 # a stops renewing; b, its clock past a's lease but behind a's IDs, takes over.
-$b->set_clock(frozen_time($f + 2));
+$b->set_clock(frozen_time($f + 5));
 $b->query(claim_sql('public.snowflake_registry', '1 minute'));
 $b->next_refused('b after a lease ended under a holder that ran ahead', 'SET snowflake.max_wait_ms = 0;',
 	message => qr/refused: the system clock is behind the IDs already issued/);
 
 # a, its clock stuck inside its old lease, still never passes the bound b started above.
-$a->refused("SET snowflake.max_lead_ms = 10000;\nSELECT max(i) FROM snowflake_next_n(10000000) i;",
+$a->refused("SET snowflake.max_lead_ms = 10000;\nSELECT max(i) FROM generate_series(1, 2) g, LATERAL snowflake_next_n(10000001 - g) i;",
 	'a running past the bound of its claim', message => qr/snowflake_next_n\(\) $past_bound/);
 
-$b->set_clock(frozen_time($f + 5));
+$b->set_clock(frozen_time($f + 8));
 my $b_after = $b->next_id('b once its clock passes the bound of a\'s claim');
 cmp_ok($b_after, '>', $ahead, "b's ID is above every ID a issued");
 

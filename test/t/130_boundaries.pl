@@ -253,7 +253,7 @@ for my $name ('same_a', 'same_b')
 	$n->query(qq{
 CREATE EXTENSION snowflake;
 CREATE EXTENSION postgres_fdw;
-CREATE SERVER fleet FOREIGN DATA WRAPPER postgres_fdw OPTIONS (host '$host', port '$port', dbname 'postgres');
+CREATE SERVER fleet FOREIGN DATA WRAPPER postgres_fdw OPTIONS (host '$host', port '$port', dbname 'postgres', connect_timeout '2');
 CREATE USER MAPPING FOR CURRENT_USER SERVER fleet;
 IMPORT FOREIGN SCHEMA public LIMIT TO (snowflake_registry) FROM SERVER fleet INTO public;
 });

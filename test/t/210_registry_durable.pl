@@ -188,7 +188,7 @@ mark_near_clock('nor did a refused note_claim');
 my ($host, $port) = ($a->node->host, $a->node->port);
 $a->query(qq{
 CREATE EXTENSION postgres_fdw;
-CREATE SERVER loop FOREIGN DATA WRAPPER postgres_fdw OPTIONS (host '$host', port '$port', dbname 'postgres');
+CREATE SERVER loop FOREIGN DATA WRAPPER postgres_fdw OPTIONS (host '$host', port '$port', dbname 'postgres', connect_timeout '2');
 CREATE USER MAPPING FOR CURRENT_USER SERVER loop;
 CREATE FOREIGN TABLE public.freg (datacenter_id int, machine_id int, owner text, claimed_at timestamptz,
     expires_at timestamptz, high_water_ms bigint) SERVER loop OPTIONS (schema_name 'public', table_name 'reg');
