@@ -11,10 +11,12 @@
 # is at the same version and works (encode/decode agree, a new ID is above every old one), and the
 # node's settings carried in postgresql.conf still apply.
 #
-# NOT checked yet, on purpose: that the durable mark (the state file) is carried over, so that an
-# old cluster with IDs AHEAD of the clock cannot repeat them after the upgrade.  That depends on
-# the durable-state work (issue 19, item 7: pg_upgrade copies neither files the extension keeps in
-# the data directory nor WAL); the place to add it is marked "MARK:" below.
+# The durable mark: pg_upgrade copies neither the state file nor WAL, so the documented step
+# (docs/failover.md, "Upgrades") copies the old cluster's snowflake.state to
+# snowflake.state.import in the new data directory before its first start.  The old cluster runs
+# with its clock an hour ahead (libfaketime), so its IDs lie an hour ahead of the new cluster's
+# clock: the new cluster must start above them (refusing until its clock passes them), never
+# below.
 use strict;
 use warnings FATAL => 'all';
 use PostgreSQL::Test::Cluster;
@@ -32,8 +34,17 @@ my $conf = join("\n",
 
 my $old = PostgreSQL::Test::Cluster->new('old', install_path => $old_path);
 $old->init;
-$old->append_conf('postgresql.conf', $conf);
-$old->start;
+$old->append_conf('postgresql.conf', $conf . "\nsnowflake.max_clock_jump_ms = 0");
+my $faketime = '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1';
+BAIL_OUT("no libfaketime at $faketime") unless -f $faketime;
+{
+	local $ENV{LD_PRELOAD} = $faketime;
+	local $ENV{FAKETIME} = '+1h';
+	local $ENV{FAKETIME_DONT_FAKE_MONOTONIC} = '1';
+	local $ENV{FAKETIME_NO_CACHE} = '1';
+	local $ENV{NO_FAKE_STAT} = '1';
+	$old->start;
+}
 my $old_version = $old->safe_psql('postgres', 'SHOW server_version_num');
 $old->safe_psql('postgres', q{
 	CREATE EXTENSION snowflake;
@@ -44,8 +55,8 @@ my $old_ext = $old->safe_psql('postgres', q{SELECT extversion FROM pg_extension 
 my $old_max = $old->safe_psql('postgres', 'SELECT max(id) FROM orders');
 my $old_sum = $old->safe_psql('postgres', 'SELECT sum(id)::text FROM orders');
 ok($old_max > 0, "the old cluster (server_version_num $old_version) made IDs");
-# MARK: record the old cluster's durable mark here (snowflake_state().reserved_until), and move
-# the IDs ahead of the clock (max_lead_ms and a burst), once the mark survives pg_upgrade.
+my $old_max_ms = $old->safe_psql('postgres', 'SELECT snowflake_unix_ms(max(id)) FROM orders');
+cmp_ok($old_max_ms, '>', time() * 1000 + 1_800_000, 'the old cluster made IDs an hour ahead of the real clock');
 $old->stop;
 
 my $new = PostgreSQL::Test::Cluster->new('new');
@@ -66,7 +77,18 @@ chdir $work or die "chdir $work: $!";
 command_ok([ @upgrade, '--check' ], 'pg_upgrade --check accepts a cluster that uses snowflake');
 command_ok(\@upgrade, 'pg_upgrade upgrades it');
 
+# The documented step: the old state file, as snowflake.state.import, before the first start.
+PostgreSQL::Test::Utils::system_or_bail('cp', $old->data_dir . '/snowflake.state',
+	$new->data_dir . '/snowflake.state.import');
 $new->start;
+like(slurp_file($new->logfile), qr/snowflake imported the durable mark \d+ \(Unix ms\) from "snowflake\.state\.import"/,
+	'the new cluster imported the old durable mark');
+my $mark_sql = 'SELECT floor(extract(epoch FROM reserved_until) * 1000)::bigint FROM snowflake_state()';
+cmp_ok($new->safe_psql('postgres', $mark_sql), '>=', $old_max_ms,
+	'the new cluster starts with the old durable mark, at the old IDs an hour ahead of its clock');
+my ($rc, $out, $err) = $new->psql('postgres', 'SET snowflake.max_wait_ms = 500; SELECT snowflake_next();');
+like($err, qr/refused: the system clock is behind the IDs already issued/,
+	'a new ID refuses while the clock is behind the old IDs, instead of repeating them');
 is($new->safe_psql('postgres', q{SELECT extversion FROM pg_extension WHERE extname = 'snowflake'}),
 	$old_ext, "the extension is at the same version after the upgrade ($old_ext)");
 is($new->safe_psql('postgres', 'SELECT count(*) FROM orders'), '1000', 'every row came over');
@@ -77,12 +99,10 @@ is($new->safe_psql('postgres', qq{
 	                       snowflake_machine_id(id), snowflake_sequence(id)) <> id
 	   OR snowflake_datacenter_id(id) <> 7 OR snowflake_machine_id(id) <> 13}),
 	'0', 'the old IDs decode on the new version to the node that made them');
-my $next = $new->safe_psql('postgres', q{INSERT INTO orders (item) VALUES (0) RETURNING id});
-cmp_ok($next, '>', $old_max, 'a new ID on the new version is above every ID of the old one');
 is($new->safe_psql('postgres', 'SELECT datacenter_id || \'/\' || machine_id FROM snowflake_status() LIMIT 1'),
 	'7/13', "the node's settings apply on the new version");
-# MARK: after the durable-state work: the mark after the upgrade is at least the old one, and a
-# clock set back behind the old IDs refuses (or waits) instead of repeating them.
+$new->restart;
+cmp_ok($new->safe_psql('postgres', $mark_sql), '>=', $old_max_ms, 'and keeps it across a restart');
 $new->stop;
 
 done_testing();
