@@ -51,7 +51,9 @@ CREATE TABLE events_later PARTITION OF events
 INSERT INTO events (id, payload) VALUES (snowflake_min_id('2024-01-15 00:00:00+00'), 'january'),
                                         (snowflake_min_id('2024-06-01 00:00:00+00'), 'june');
 SELECT pg_relation_filenode('events_2024_01') AS filenode_before \gset
+\set VERBOSITY terse
 ALTER TABLE events ALTER COLUMN id TYPE snowflake;
+\set VERBOSITY default
 BEGIN;
 ALTER TABLE events RENAME TO events_old;
 CREATE TABLE events (id snowflake DEFAULT snowflake_next() PRIMARY KEY, payload text) PARTITION BY RANGE (id);
@@ -80,7 +82,9 @@ CREATE DATABASE snowflake_type_name;
 \c snowflake_type_name
 CREATE EXTENSION snowflake VERSION '1.1';
 CREATE TABLE snowflake (id bigint);
+\set SHOW_CONTEXT never
 ALTER EXTENSION snowflake UPDATE;
+\set SHOW_CONTEXT errors
 CREATE SCHEMA app;
 ALTER TABLE snowflake SET SCHEMA app;
 ALTER EXTENSION snowflake UPDATE;
