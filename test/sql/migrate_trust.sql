@@ -1,0 +1,63 @@
+-- snowflake_migrate_column() refuses, before the first DDL, when a schema holding a function,
+-- operator or type that an expression PostgreSQL parses again references (or the extension's
+-- own schema) is writable by a role the caller does not trust: an overload created there at any
+-- moment (CREATE FUNCTION takes no lock a migration could hold) would be chosen by the re-parse
+-- and run as the owner (attack 18b, N1).  Deterministic forms: the schema is writable, or the
+-- overload already exists.  Runs in a database of its own, dropped at the end.
+
+SELECT current_database() AS regress_db \gset
+CREATE DATABASE snowflake_migrate_trust;
+\c snowflake_migrate_trust
+CREATE SCHEMA ext;
+CREATE EXTENSION snowflake SCHEMA ext;
+\set SHOW_CONTEXT never
+\set VERBOSITY default
+
+CREATE ROLE regress_sf_trust_atk;
+CREATE FUNCTION public.f(int) RETURNS int IMMUTABLE LANGUAGE sql RETURN $1 % 7;
+CREATE FUNCTION public.f(numeric) RETURNS int IMMUTABLE LANGUAGE sql RETURN ($1 % 7)::int;
+CREATE TABLE k (id serial PRIMARY KEY, v int);
+CREATE TABLE ol (id serial PRIMARY KEY, kid int REFERENCES k(id) CHECK (public.f(kid) >= 0));
+INSERT INTO k(v) SELECT generate_series(1, 5);
+INSERT INTO ol(kid) SELECT generate_series(1, 5);
+
+-- 1. CHECK on a referencing table calls a function in a schema the attacker may create in.
+GRANT CREATE ON SCHEMA public TO regress_sf_trust_atk;
+SELECT ext.snowflake_migrate_column('k'::regclass, 'id'::name, 'bigint'::regtype);
+SELECT format_type(atttypid, NULL) FROM pg_attribute WHERE attrelid = 'k'::regclass AND attname = 'id';
+
+-- 2. The same through PUBLIC.
+REVOKE CREATE ON SCHEMA public FROM regress_sf_trust_atk;
+GRANT CREATE ON SCHEMA public TO PUBLIC;
+SELECT ext.snowflake_migrate_column('k'::regclass, 'id'::name, 'bigint'::regtype);
+REVOKE CREATE ON SCHEMA public FROM PUBLIC;
+
+-- 3. An index expression on the referencing table, with the function in the attacker's own
+--    schema (any schema, not only public).
+ALTER TABLE ol DROP CONSTRAINT ol_kid_check;
+CREATE SCHEMA atk AUTHORIZATION regress_sf_trust_atk;
+CREATE FUNCTION atk.g(int) RETURNS int IMMUTABLE LANGUAGE sql RETURN $1;
+-- (owned by the superuser: the attacker only owns the schema)
+CREATE INDEX ol_g ON ol (atk.g(kid));
+SELECT ext.snowflake_migrate_column('k'::regclass, 'id'::name, 'bigint'::regtype);
+DROP INDEX ol_g;
+
+-- 4. The extension's own schema, writable by another role: refused (it was only a warning).
+GRANT CREATE ON SCHEMA ext TO regress_sf_trust_atk;
+SELECT ext.snowflake_migrate_column('k'::regclass, 'id'::name, 'bigint'::regtype);
+REVOKE CREATE ON SCHEMA ext FROM regress_sf_trust_atk;
+
+-- 5. A role the caller is a member of counts as trusted; pg_catalog is fine; with nothing
+--    writable by an untrusted role the call goes through.
+CREATE INDEX ol_f ON ol (public.f(kid));
+CREATE ROLE regress_sf_trust_friend;
+GRANT CREATE ON SCHEMA public TO regress_sf_trust_friend;
+GRANT regress_sf_trust_friend TO CURRENT_USER;
+SELECT ext.snowflake_migrate_column('k'::regclass, 'id'::name, 'bigint'::regtype) -> 'widened_columns';
+SELECT format_type(atttypid, NULL) FROM pg_attribute WHERE attrelid = 'ol'::regclass AND attname = 'kid';
+REVOKE CREATE ON SCHEMA public FROM regress_sf_trust_friend;
+
+\c :regress_db
+DROP DATABASE snowflake_migrate_trust;
+DROP ROLE regress_sf_trust_friend;
+DROP ROLE regress_sf_trust_atk;
