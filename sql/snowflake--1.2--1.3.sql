@@ -622,6 +622,8 @@ DECLARE
     v_dropped   jsonb := '[]';
     v_kept      jsonb := '[]';
     v_reparsed  jsonb := '[]';
+    v_reparsed_x jsonb := '[]'; -- CHECK, index and statistics expressions now using other functions or operators
+    v_expr_refs jsonb;          -- their functions and operators before the DDL, by object name
     v_last      bigint;
     v_reason    text;
     v_acls      jsonb := '{}';
@@ -1567,6 +1569,26 @@ BEGIN
                                 quote_ident(r.nspname), r.who);
     END LOOP;
 
+    -- The functions and operators that CHECK and exclusion constraints, index expressions and
+    -- predicates, and statistics expressions use now, by object name (ALTER ... TYPE re-creates
+    -- them under new oids): compared after the DDL, and every change reported
+    -- (reparsed_expressions).
+    SELECT coalesce(jsonb_object_agg(x.obj, x.refs), '{}') FROM (
+        SELECT pg_describe_object(o.classid, o.objid, 0) AS obj,
+               to_jsonb(ARRAY(SELECT DISTINCT CASE d.refclassid WHEN 'pg_proc'::regclass THEN d.refobjid::regprocedure::text
+                                                                ELSE d.refobjid::regoperator::text END
+                              FROM pg_depend d
+                              WHERE d.classid = o.classid AND d.objid = o.objid
+                                AND d.refclassid IN ('pg_proc'::regclass, 'pg_operator'::regclass) ORDER BY 1)) AS refs
+        FROM (
+            SELECT 'pg_constraint'::regclass::oid, k.oid FROM pg_constraint k WHERE k.conrelid = ANY (v_rels) AND k.contype IN ('c', 'x')
+            UNION ALL SELECT 'pg_class'::regclass::oid, i.indexrelid FROM pg_index i
+                      WHERE i.indrelid = ANY (v_rels) AND (i.indexprs IS NOT NULL OR i.indpred IS NOT NULL)
+            UNION ALL SELECT 'pg_statistic_ext'::regclass::oid, st.oid FROM pg_statistic_ext st
+                      WHERE st.stxrelid = ANY (v_rels) AND st.stxexprs IS NOT NULL
+        ) AS o(classid, objid)
+    ) AS x INTO v_expr_refs;
+
     FOREACH v_stmt IN ARRAY v_drops LOOP
         BEGIN
             PERFORM @extschema@.snowflake_migrate_exec(v_owner, ARRAY[v_stmt]);
@@ -1702,6 +1724,32 @@ BEGIN
         END IF;
     END LOOP;
 
+    -- CHECK, exclusion, index and statistics expressions that PostgreSQL parsed again and that
+    -- now use other functions or operators than before: reported, never silent.
+    FOR r IN
+        SELECT n.key AS obj, v_expr_refs -> n.key AS before, n.value AS after
+        FROM jsonb_each((SELECT coalesce(jsonb_object_agg(x.obj, x.refs), '{}') FROM (
+            SELECT pg_describe_object(o.classid, o.objid, 0) AS obj,
+                   to_jsonb(ARRAY(SELECT DISTINCT CASE d.refclassid WHEN 'pg_proc'::regclass THEN d.refobjid::regprocedure::text
+                                                                    ELSE d.refobjid::regoperator::text END
+                                  FROM pg_depend d
+                                  WHERE d.classid = o.classid AND d.objid = o.objid
+                                    AND d.refclassid IN ('pg_proc'::regclass, 'pg_operator'::regclass) ORDER BY 1)) AS refs
+            FROM (
+                SELECT 'pg_constraint'::regclass::oid, k.oid FROM pg_constraint k WHERE k.conrelid = ANY (v_rels) AND k.contype IN ('c', 'x')
+                UNION ALL SELECT 'pg_class'::regclass::oid, i.indexrelid FROM pg_index i
+                          WHERE i.indrelid = ANY (v_rels) AND (i.indexprs IS NOT NULL OR i.indpred IS NOT NULL)
+                UNION ALL SELECT 'pg_statistic_ext'::regclass::oid, st.oid FROM pg_statistic_ext st
+                          WHERE st.stxrelid = ANY (v_rels) AND st.stxexprs IS NOT NULL
+            ) AS o(classid, objid)
+        ) AS x)) AS n
+        WHERE v_expr_refs ? n.key AND v_expr_refs -> n.key <> n.value
+        ORDER BY n.key
+    LOOP
+        RAISE NOTICE '% was parsed again and now uses % (before: %)', r.obj, r.after, r.before;
+        v_reparsed_x := v_reparsed_x || jsonb_build_object('object', r.obj, 'before', r.before, 'after', r.after);
+    END LOOP;
+
     -- Materialized views that held rows get them again from their query, run by REFRESH as
     -- their owner in a security-restricted operation, shallowest first. One that was never
     -- populated stays so.
@@ -1727,7 +1775,8 @@ BEGIN
         'kept_sequences', v_kept,
         'recreated_views', to_jsonb(v_views),
         'refreshed_matviews', to_jsonb(v_refresh),
-        'reparsed_views', v_reparsed);
+        'reparsed_views', v_reparsed,
+        'reparsed_expressions', v_reparsed_x);
 END
 $function$;
 

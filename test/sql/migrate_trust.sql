@@ -53,7 +53,14 @@ CREATE INDEX ol_f ON ol (public.f(kid));
 CREATE ROLE regress_sf_trust_friend;
 GRANT CREATE ON SCHEMA public TO regress_sf_trust_friend;
 GRANT regress_sf_trust_friend TO CURRENT_USER;
-SELECT ext.snowflake_migrate_column('k'::regclass, 'id'::name, 'bigint'::regtype) -> 'widened_columns';
+-- 6. (N2) the index's expression, parsed again, now calls public.f(numeric) instead of
+--    public.f(integer): the result reports it (reparsed_expressions), and pg_depend shows it
+SELECT count(*) AS f_is_3_before FROM ol WHERE public.f(kid) = 3;
+SELECT r -> 'widened_columns' AS widened, jsonb_pretty(r -> 'reparsed_expressions') AS reparsed
+FROM ext.snowflake_migrate_column('k'::regclass, 'id'::name, 'bigint'::regtype) AS r;
+SELECT count(*) AS f_is_3_after FROM ol WHERE public.f(kid) = 3;
+SELECT refobjid::regprocedure AS ol_f_calls FROM pg_depend
+WHERE objid = 'ol_f'::regclass AND refclassid = 'pg_proc'::regclass;
 SELECT format_type(atttypid, NULL) FROM pg_attribute WHERE attrelid = 'ol'::regclass AND attname = 'kid';
 REVOKE CREATE ON SCHEMA public FROM regress_sf_trust_friend;
 
