@@ -1152,6 +1152,21 @@ BEGIN
                                   ELSE 'Drop the view in its session, or end that session, then migrate.' END;
         END IF;
 
+        -- A view that belongs to an extension cannot be dropped (and its re-creation would not
+        -- belong to the extension): refused here, before the first DDL, naming the extension.
+        SELECT e.extname INTO v_name
+        FROM pg_depend d JOIN pg_extension e ON e.oid = d.refobjid
+        WHERE d.classid = 'pg_class'::regclass AND d.objid = r.oid
+          AND d.refclassid = 'pg_extension'::regclass AND d.deptype = 'e';
+        IF FOUND THEN
+            RAISE EXCEPTION 'cannot drop and recreate the dependent view %: it belongs to extension %', r.name, quote_ident(v_name)
+                USING ERRCODE = 'dependent_objects_still_exist',
+                      DETAIL = format('%s %s uses a column whose type changes; PostgreSQL changes the type only once the view is dropped, and a view of extension %s can only be dropped with the extension.',
+                                      initcap(lower(r.kind)), r.name, quote_ident(v_name)),
+                      HINT = format('Take the view out of the extension (ALTER EXTENSION %s DROP %s %s) or update the extension so it no longer uses the column, then migrate.',
+                                    quote_ident(v_name), r.kind, r.name);
+        END IF;
+        v_name := NULL;
         v_views := v_views || r.name;
         v_view_oids := v_view_oids || r.oid;
         v_drops := format('DROP %s %s', r.kind, r.name) || v_drops;

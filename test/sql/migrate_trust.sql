@@ -47,6 +47,15 @@ GRANT CREATE ON SCHEMA ext TO regress_sf_trust_atk;
 SELECT ext.snowflake_migrate_column('k'::regclass, 'id'::name, 'bigint'::regtype);
 REVOKE CREATE ON SCHEMA ext FROM regress_sf_trust_atk;
 
+-- 4b. (N4) a view that belongs to an extension is refused before the first DDL, naming it
+CREATE VIEW ol_extview AS SELECT kid FROM ol;
+ALTER EXTENSION snowflake ADD VIEW ol_extview;
+SELECT ext.snowflake_migrate_column('k'::regclass, 'id'::name, 'bigint'::regtype);
+\echo :LAST_ERROR_SQLSTATE
+SELECT format_type(atttypid, NULL) AS k_id FROM pg_attribute WHERE attrelid = 'k'::regclass AND attname = 'id';
+ALTER EXTENSION snowflake DROP VIEW ol_extview;
+DROP VIEW ol_extview;
+
 -- 5. A role the caller is a member of counts as trusted; pg_catalog is fine; with nothing
 --    writable by an untrusted role the call goes through.
 CREATE INDEX ol_f ON ol (public.f(kid));
