@@ -47,6 +47,21 @@ GRANT CREATE ON SCHEMA ext TO regress_sf_trust_atk;
 SELECT ext.snowflake_migrate_column('k'::regclass, 'id'::name, 'bigint'::regtype);
 REVOKE CREATE ON SCHEMA ext FROM regress_sf_trust_atk;
 
+-- 4a. A view the call re-creates uses an operator, and a referencing table's default a type,
+--     of a schema the attacker may create in: each refused, naming the view or the default.
+CREATE SCHEMA ops;
+CREATE FUNCTION ops.m(int, int) RETURNS int IMMUTABLE LANGUAGE sql RETURN $1 % $2;
+CREATE OPERATOR ops.%% (LEFTARG = int, RIGHTARG = int, FUNCTION = ops.m);
+CREATE VIEW ol_odd AS SELECT kid FROM ol WHERE kid OPERATOR(ops.%%) 2 = 1;
+GRANT CREATE ON SCHEMA ops TO regress_sf_trust_atk;
+SELECT ext.snowflake_migrate_column('k'::regclass, 'id'::name, 'bigint'::regtype);
+DROP VIEW ol_odd;
+CREATE DOMAIN ops.small AS int CHECK (VALUE >= 0);
+ALTER TABLE ol ADD COLUMN tag int DEFAULT 0::ops.small;
+SELECT ext.snowflake_migrate_column('k'::regclass, 'id'::name, 'bigint'::regtype);
+ALTER TABLE ol DROP COLUMN tag;
+REVOKE CREATE ON SCHEMA ops FROM regress_sf_trust_atk;
+
 -- 4b. (N4) a view that belongs to an extension is refused before the first DDL, naming it
 CREATE VIEW ol_extview AS SELECT kid FROM ol;
 ALTER EXTENSION snowflake ADD VIEW ol_extview;
