@@ -622,6 +622,8 @@ DECLARE
     v_dropped   jsonb := '[]';
     v_kept      jsonb := '[]';
     v_reparsed  jsonb := '[]';
+    v_reparsed_x jsonb := '[]'; -- CHECK, index and statistics expressions now using other functions or operators
+    v_expr_refs jsonb;          -- their functions and operators before the DDL, by object name
     v_last      bigint;
     v_reason    text;
     v_acls      jsonb := '{}';
@@ -699,29 +701,8 @@ BEGIN
                   HINT = format('Call the function schema-qualified and fully typed, at top level: SELECT %s.snowflake_migrate_column(''tbl''::regclass, ''id''::name, ''bigint''::regtype);',
                                 quote_ident((SELECT n.nspname FROM pg_namespace n JOIN pg_extension e ON e.extnamespace = n.oid WHERE e.extname = 'snowflake')));
     END LOOP;
-    -- The extension's schema, writable by a role the caller does not trust: an overload there can
-    -- take over any call that is not schema-qualified and fully typed. Warned, as the call itself
-    -- may be the safe form.
-    SELECT string_agg(w.who, ', ' ORDER BY w.who) INTO v_who
-    FROM (
-        SELECT quote_ident(ro.rolname) AS who
-        FROM pg_extension e
-        JOIN pg_namespace n ON n.oid = e.extnamespace
-        CROSS JOIN pg_roles ro
-        WHERE e.extname = 'snowflake' AND has_schema_privilege(ro.oid, n.oid, 'CREATE')
-          AND NOT ro.rolsuper AND ro.rolname <> 'pg_database_owner'
-          AND NOT (NOT v_csuper AND pg_has_role(current_user, ro.oid, 'MEMBER'))
-        UNION
-        SELECT 'PUBLIC'
-        FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace, aclexplode(n.nspacl) AS a
-        WHERE e.extname = 'snowflake' AND a.grantee = 0 AND a.privilege_type = 'CREATE'
-    ) AS w;
-    IF v_who IS NOT NULL THEN
-        RAISE WARNING 'roles you do not trust may create objects in schema %, where snowflake_migrate_column() lives: %',
-                      (SELECT quote_ident(n.nspname) FROM pg_namespace n JOIN pg_extension e ON e.extnamespace = n.oid WHERE e.extname = 'snowflake'), v_who
-            USING DETAIL = 'An overload they create there takes over every call of snowflake_migrate_column() that is not schema-qualified and fully typed, and runs with your rights.',
-                  HINT = 'Revoke CREATE on that schema from them, and call the function schema-qualified and fully typed (docs/migration.md).';
-    END IF;
+    -- The extension's schema, writable by a role the caller does not trust: refused below,
+    -- with every other schema whose names a re-parse resolves (after the locks are taken).
 
     -- The snowflake type counts only if it is the extension's own, not a type someone created
     -- under that name in the extension's schema.
@@ -991,6 +972,21 @@ BEGIN
         t_att := t_att || r.attnum;
     END LOOP;
 
+    -- Every referencing table (with its children and partitions) is locked ACCESS EXCLUSIVE
+    -- now, right after the key table and before any check: no view, index, constraint or
+    -- trigger can be added to it while the call decides, and no writer gets half-way in
+    -- between the key table's ALTER and its own. A table the caller cannot lock is left to
+    -- the ownership check below, which refuses it.
+    FOR r IN
+        SELECT DISTINCT w.rel FROM unnest(w_rel) AS w(rel) WHERE w.rel <> tbl ORDER BY w.rel
+    LOOP
+        BEGIN
+            EXECUTE format('LOCK TABLE %s IN ACCESS EXCLUSIVE MODE', r.rel::regclass);
+        EXCEPTION WHEN insufficient_privilege THEN
+            NULL;
+        END;
+    END LOOP;
+
     -- PostgreSQL cannot change the type of a partition key column, nor of one that a partition
     -- key expression uses, at any level of partitioning.
     FOR r IN
@@ -1156,6 +1152,21 @@ BEGIN
                                   ELSE 'Drop the view in its session, or end that session, then migrate.' END;
         END IF;
 
+        -- A view that belongs to an extension cannot be dropped (and its re-creation would not
+        -- belong to the extension): refused here, before the first DDL, naming the extension.
+        SELECT e.extname INTO v_name
+        FROM pg_depend d JOIN pg_extension e ON e.oid = d.refobjid
+        WHERE d.classid = 'pg_class'::regclass AND d.objid = r.oid
+          AND d.refclassid = 'pg_extension'::regclass AND d.deptype = 'e';
+        IF FOUND THEN
+            RAISE EXCEPTION 'cannot drop and recreate the dependent view %: it belongs to extension %', r.name, quote_ident(v_name)
+                USING ERRCODE = 'dependent_objects_still_exist',
+                      DETAIL = format('%s %s uses a column whose type changes; PostgreSQL changes the type only once the view is dropped, and a view of extension %s can only be dropped with the extension.',
+                                      initcap(lower(r.kind)), r.name, quote_ident(v_name)),
+                      HINT = format('Take the view out of the extension (ALTER EXTENSION %s DROP %s %s) or update the extension so it no longer uses the column, then migrate.',
+                                    quote_ident(v_name), r.kind, r.name);
+        END IF;
+        v_name := NULL;
         v_views := v_views || r.name;
         v_view_oids := v_view_oids || r.oid;
         v_drops := format('DROP %s %s', r.kind, r.name) || v_drops;
@@ -1505,6 +1516,94 @@ BEGIN
                   HINT = format('Drop %s or have it owned by role %s, then migrate.', pg_describe_object(r.oclass, r.oobj, 0), quote_ident(pg_get_userbyid(v_owner)));
     END LOOP;
 
+    -- Static and sound: CREATE FUNCTION takes no lock a migration can hold, so an overload can
+    -- appear at any moment between any check and PostgreSQL's re-parse. Every schema holding a
+    -- function, operator or type that an expression parsed again references (CHECK and other
+    -- constraints, index expressions and predicates, statistics expressions, defaults and
+    -- generated columns of every changed relation, the rules of the views recreated), and the
+    -- extension's own schema, must be writable only by trusted roles: superusers, the table's
+    -- owner, roles the caller is a member of (not PUBLIC). pg_catalog is fine.
+    FOR r IN
+        WITH sub(classid, objid) AS (
+            SELECT 'pg_constraint'::regclass::oid, k.oid FROM pg_constraint k WHERE k.conrelid = ANY (v_rels)
+            UNION ALL SELECT 'pg_attrdef'::regclass::oid, ad.oid FROM pg_attrdef ad WHERE ad.adrelid = ANY (v_rels)
+            UNION ALL SELECT 'pg_class'::regclass::oid, i.indexrelid FROM pg_index i WHERE i.indrelid = ANY (v_rels)
+            UNION ALL SELECT 'pg_rewrite'::regclass::oid, rw.oid FROM pg_rewrite rw WHERE rw.ev_class = ANY (v_rels)
+            UNION ALL SELECT 'pg_statistic_ext'::regclass::oid, s.oid FROM pg_statistic_ext s WHERE s.stxrelid = ANY (v_rels)
+        ), refs AS (
+            SELECT DISTINCT sub.classid, sub.objid,
+                   CASE d.refclassid
+                       WHEN 'pg_proc'::regclass THEN (SELECT x.pronamespace FROM pg_proc x WHERE x.oid = d.refobjid)
+                       WHEN 'pg_operator'::regclass THEN (SELECT x.oprnamespace FROM pg_operator x WHERE x.oid = d.refobjid)
+                       ELSE (SELECT x.typnamespace FROM pg_type x WHERE x.oid = d.refobjid) END AS nsp,
+                   pg_describe_object(d.refclassid, d.refobjid, 0) AS what
+            FROM sub JOIN pg_depend d ON d.classid = sub.classid AND d.objid = sub.objid
+            WHERE d.refclassid IN ('pg_proc'::regclass, 'pg_operator'::regclass, 'pg_type'::regclass)
+            UNION ALL
+            SELECT 'pg_extension'::regclass::oid, e.oid, e.extnamespace, 'extension snowflake'
+            FROM pg_extension e WHERE e.extname = 'snowflake'
+        )
+        SELECT n.nspname, refs.what,
+               CASE WHEN refs.classid = 'pg_extension'::regclass THEN 'extension snowflake'
+                    WHEN refs.classid = 'pg_rewrite'::regclass
+                    THEN (SELECT 'view ' || rw.ev_class::regclass::text FROM pg_rewrite rw WHERE rw.oid = refs.objid)
+                    ELSE pg_describe_object(refs.classid, refs.objid, 0) END AS user_obj,
+               w.who
+        FROM refs
+        JOIN pg_namespace n ON n.oid = refs.nsp
+        CROSS JOIN LATERAL (
+            SELECT string_agg(x.who, ', ' ORDER BY x.who) FROM (
+                SELECT quote_ident(ro.rolname) AS who
+                FROM pg_roles ro
+                WHERE has_schema_privilege(ro.oid, n.oid, 'CREATE')
+                  AND NOT ro.rolsuper AND ro.oid <> v_owner AND ro.rolname <> 'pg_database_owner'
+                  -- a role the caller is a member of (followed through pg_auth_members: a
+                  -- superuser counts as a member of every role, and would trust them all)
+                  AND ro.oid NOT IN (WITH RECURSIVE mine(r) AS (
+                                         SELECT x.oid FROM pg_roles x WHERE x.rolname = current_user
+                                         UNION
+                                         SELECT m.roleid FROM pg_auth_members m JOIN mine ON m.member = mine.r)
+                                     SELECT mine.r FROM mine)
+                  AND NOT EXISTS (SELECT 1 FROM aclexplode(n.nspacl) a WHERE a.grantee = 0 AND a.privilege_type = 'CREATE')
+                UNION
+                SELECT 'PUBLIC' FROM aclexplode(n.nspacl) AS a WHERE a.grantee = 0 AND a.privilege_type = 'CREATE'
+            ) AS x
+        ) AS w(who)
+        WHERE n.nspname <> 'pg_catalog' AND w.who IS NOT NULL
+        ORDER BY refs.classid = 'pg_extension'::regclass DESC, 3, 2
+        LIMIT 1
+    LOOP
+        RAISE EXCEPTION 'roles you do not trust may create objects in schema %, which % uses: %', quote_ident(r.nspname), r.user_obj, r.who
+            USING ERRCODE = 'insufficient_privilege',
+                  DETAIL = CASE WHEN r.user_obj = 'extension snowflake'
+                                THEN format('Schema %s holds snowflake_migrate_column() and the functions the migration installs; an overload created there takes over a call that is not schema-qualified and fully typed, or what the migration parses again, and runs with the rights of role %s.',
+                                            quote_ident(r.nspname), quote_ident(pg_get_userbyid(v_owner)))
+                                ELSE format('The migration makes PostgreSQL parse %s again; %s is in schema %s, where role(s) %s may create an overload at any moment, which the new column types would then choose and run with the rights of role %s.',
+                                            r.user_obj, r.what, quote_ident(r.nspname), r.who, quote_ident(pg_get_userbyid(v_owner))) END,
+                  HINT = format('REVOKE CREATE ON SCHEMA %s FROM %s; or move what it holds that the migration uses into a schema only trusted roles can write; then migrate.',
+                                quote_ident(r.nspname), r.who);
+    END LOOP;
+
+    -- The functions and operators that CHECK and exclusion constraints, index expressions and
+    -- predicates, and statistics expressions use now, by object name (ALTER ... TYPE re-creates
+    -- them under new oids): compared after the DDL, and every change reported
+    -- (reparsed_expressions).
+    SELECT coalesce(jsonb_object_agg(x.obj, x.refs), '{}') FROM (
+        SELECT pg_describe_object(o.classid, o.objid, 0) AS obj,
+               to_jsonb(ARRAY(SELECT DISTINCT CASE d.refclassid WHEN 'pg_proc'::regclass THEN d.refobjid::regprocedure::text
+                                                                ELSE d.refobjid::regoperator::text END
+                              FROM pg_depend d
+                              WHERE d.classid = o.classid AND d.objid = o.objid
+                                AND d.refclassid IN ('pg_proc'::regclass, 'pg_operator'::regclass) ORDER BY 1)) AS refs
+        FROM (
+            SELECT 'pg_constraint'::regclass::oid, k.oid FROM pg_constraint k WHERE k.conrelid = ANY (v_rels) AND k.contype IN ('c', 'x')
+            UNION ALL SELECT 'pg_class'::regclass::oid, i.indexrelid FROM pg_index i
+                      WHERE i.indrelid = ANY (v_rels) AND (i.indexprs IS NOT NULL OR i.indpred IS NOT NULL)
+            UNION ALL SELECT 'pg_statistic_ext'::regclass::oid, st.oid FROM pg_statistic_ext st
+                      WHERE st.stxrelid = ANY (v_rels) AND st.stxexprs IS NOT NULL
+        ) AS o(classid, objid)
+    ) AS x INTO v_expr_refs;
+
     FOREACH v_stmt IN ARRAY v_drops LOOP
         BEGIN
             PERFORM @extschema@.snowflake_migrate_exec(v_owner, ARRAY[v_stmt]);
@@ -1640,6 +1739,32 @@ BEGIN
         END IF;
     END LOOP;
 
+    -- CHECK, exclusion, index and statistics expressions that PostgreSQL parsed again and that
+    -- now use other functions or operators than before: reported, never silent.
+    FOR r IN
+        SELECT n.key AS obj, v_expr_refs -> n.key AS before, n.value AS after
+        FROM jsonb_each((SELECT coalesce(jsonb_object_agg(x.obj, x.refs), '{}') FROM (
+            SELECT pg_describe_object(o.classid, o.objid, 0) AS obj,
+                   to_jsonb(ARRAY(SELECT DISTINCT CASE d.refclassid WHEN 'pg_proc'::regclass THEN d.refobjid::regprocedure::text
+                                                                    ELSE d.refobjid::regoperator::text END
+                                  FROM pg_depend d
+                                  WHERE d.classid = o.classid AND d.objid = o.objid
+                                    AND d.refclassid IN ('pg_proc'::regclass, 'pg_operator'::regclass) ORDER BY 1)) AS refs
+            FROM (
+                SELECT 'pg_constraint'::regclass::oid, k.oid FROM pg_constraint k WHERE k.conrelid = ANY (v_rels) AND k.contype IN ('c', 'x')
+                UNION ALL SELECT 'pg_class'::regclass::oid, i.indexrelid FROM pg_index i
+                          WHERE i.indrelid = ANY (v_rels) AND (i.indexprs IS NOT NULL OR i.indpred IS NOT NULL)
+                UNION ALL SELECT 'pg_statistic_ext'::regclass::oid, st.oid FROM pg_statistic_ext st
+                          WHERE st.stxrelid = ANY (v_rels) AND st.stxexprs IS NOT NULL
+            ) AS o(classid, objid)
+        ) AS x)) AS n
+        WHERE v_expr_refs ? n.key AND v_expr_refs -> n.key <> n.value
+        ORDER BY n.key
+    LOOP
+        RAISE NOTICE '% was parsed again and now uses % (before: %)', r.obj, r.after, r.before;
+        v_reparsed_x := v_reparsed_x || jsonb_build_object('object', r.obj, 'before', r.before, 'after', r.after);
+    END LOOP;
+
     -- Materialized views that held rows get them again from their query, run by REFRESH as
     -- their owner in a security-restricted operation, shallowest first. One that was never
     -- populated stays so.
@@ -1665,7 +1790,8 @@ BEGIN
         'kept_sequences', v_kept,
         'recreated_views', to_jsonb(v_views),
         'refreshed_matviews', to_jsonb(v_refresh),
-        'reparsed_views', v_reparsed);
+        'reparsed_views', v_reparsed,
+        'reparsed_expressions', v_reparsed_x);
 END
 $function$;
 

@@ -75,7 +75,7 @@ CREATE TABLE public.mig_keys (id serial PRIMARY KEY);
 SELECT set_eq($$SELECT jsonb_object_keys(sf_mig.snowflake_migrate_column('public.mig_keys'))$$,
               ARRAY['table', 'column', 'changed', 'old_type', 'old_default', 'new_type', 'new_default',
                     'max_existing_id', 'widened_columns', 'dropped_sequences', 'kept_sequences',
-                    'recreated_views', 'refreshed_matviews', 'reparsed_views'],
+                    'recreated_views', 'refreshed_matviews', 'reparsed_views', 'reparsed_expressions'],
               'the summary of a migration has the documented keys');
 
 -- An update from 1.1 gives the same function.

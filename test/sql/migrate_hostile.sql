@@ -233,16 +233,21 @@ SELECT col_info('h_temp_other', 'id');
 -- a sequence that belongs to another role is kept, not a failure
 CREATE ROLE regress_sf_dba;
 CREATE ROLE regress_sf_seqowner;
-GRANT CREATE ON SCHEMA public TO regress_sf_dba, regress_sf_seqowner;
+-- (the sequence's owner gets a schema of its own: CREATE in the extension's schema, public
+-- here, would make every migration refuse, migrate_trust)
+CREATE SCHEMA hseq AUTHORIZATION regress_sf_seqowner;
+GRANT USAGE ON SCHEMA hseq TO regress_sf_dba;
+GRANT CREATE ON SCHEMA public TO regress_sf_dba;
 SET ROLE regress_sf_seqowner;
-CREATE SEQUENCE h_foreign_seq;
-GRANT USAGE ON SEQUENCE h_foreign_seq TO regress_sf_dba;
+CREATE SEQUENCE hseq.h_foreign_seq;
+GRANT USAGE ON SEQUENCE hseq.h_foreign_seq TO regress_sf_dba;
 SET ROLE regress_sf_dba;
-CREATE TABLE h_foreign (id int DEFAULT nextval('h_foreign_seq') PRIMARY KEY);
+CREATE TABLE h_foreign (id int DEFAULT nextval('hseq.h_foreign_seq') PRIMARY KEY);
 INSERT INTO h_foreign DEFAULT VALUES;
 SELECT r ->> 'changed' AS changed, r -> 'kept_sequences' AS kept FROM snowflake_migrate_column('h_foreign') AS r;
 RESET ROLE;
-SELECT col_info('h_foreign', 'id'), to_regclass('h_foreign_seq') IS NOT NULL AS sequence_kept;
+SELECT col_info('h_foreign', 'id'), to_regclass('hseq.h_foreign_seq') IS NOT NULL AS sequence_kept;
+REVOKE CREATE ON SCHEMA public FROM regress_sf_dba;
 
 -- max() is read with row-level security off: a policy that hides rows from the table's owner
 -- (FORCE ROW LEVEL SECURITY) makes the call refuse instead of checking part of the table

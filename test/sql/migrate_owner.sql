@@ -43,11 +43,12 @@ $$;
 CREATE FUNCTION ddl_note() RETURNS event_trigger
 LANGUAGE plpgsql AS $$ BEGIN RAISE NOTICE 'ddl: %', tg_tag; END $$;
 
--- The hostile role: its own schema, CREATE in public, and a function that tries to make it
+-- The hostile role: its own schema, and a function that tries to make it
 -- superuser and logs who ran it.
 CREATE ROLE regress_sf_atk;
 CREATE SCHEMA atk AUTHORIZATION regress_sf_atk;
-GRANT CREATE ON SCHEMA public TO regress_sf_atk;
+-- (CREATE in public only while it plants overloads there: a role that may create in a schema
+-- whose names a migration parses again makes every migration refuse, migrate_trust)
 SET ROLE regress_sf_atk;
 CREATE TABLE atk.log (via text, ran_as name);
 GRANT INSERT ON atk.log TO PUBLIC;
@@ -173,9 +174,11 @@ CREATE TABLE k4 (id serial PRIMARY KEY);
 INSERT INTO k4 SELECT FROM generate_series(1, 5);
 CREATE FUNCTION public.f4(int) RETURNS int LANGUAGE sql IMMUTABLE RETURN $1;
 CREATE MATERIALIZED VIEW mv4 AS SELECT id, public.f4(id) AS f FROM k4;
+GRANT CREATE ON SCHEMA public TO regress_sf_atk;
 SET ROLE regress_sf_atk;
 CREATE FUNCTION public.f4(bigint) RETURNS int LANGUAGE plpgsql AS $$ BEGIN PERFORM atk.pwn('overload'); RETURN 0; END $$;
 RESET ROLE;
+REVOKE CREATE ON SCHEMA public FROM regress_sf_atk;  -- the overload exists; the schema is no longer writable (that alone is refused: migrate_trust)
 TRUNCATE atk.log;
 SELECT try('SELECT snowflake_migrate_column(''k4'')');
 SELECT try_hint('SELECT snowflake_migrate_column(''k4'')');
@@ -190,10 +193,12 @@ CREATE OPERATOR public.### (LEFTARG = int, RIGHTARG = int, FUNCTION = public.mod
 CREATE VIEW v4op AS SELECT id FROM k4b WHERE (id OPERATOR(public.###) 2) IN (0, 1);
 CREATE MATERIALIZED VIEW mv4op AS SELECT id FROM k4b WHERE (id OPERATOR(public.###) 2) IN (0, 1);
 SELECT count(*) AS rows_before FROM v4op;
+GRANT CREATE ON SCHEMA public TO regress_sf_atk;
 SET ROLE regress_sf_atk;
 CREATE FUNCTION public.atk_mod(bigint, int) RETURNS int LANGUAGE plpgsql AS $$ BEGIN PERFORM atk.pwn('operator'); RETURN 7; END $$;
 CREATE OPERATOR public.### (LEFTARG = bigint, RIGHTARG = int, FUNCTION = public.atk_mod);
 RESET ROLE;
+REVOKE CREATE ON SCHEMA public FROM regress_sf_atk;  -- the overload exists; the schema is no longer writable (that alone is refused: migrate_trust)
 TRUNCATE atk.log;
 SELECT try('SELECT snowflake_migrate_column(''k4b'')');
 SELECT * FROM outcome;
