@@ -344,7 +344,7 @@ sf_mark_writer_look(void)
 		return Max(sf_reservation_ms / 2, 10);
 
 	/* An adoption a caller waits for. */
-	if (pg_atomic_read_u32(&sf_shared->adopt_wanted) != 0)
+	if (pg_atomic_read_u32(&sf_shared->adopt_wanted) == SF_ADOPT_WANTED)
 		sf_mark_writer_adopt();
 
 	/*
@@ -894,9 +894,23 @@ sf_mark_writer_adopt(void)
 	SnowflakeStateResult res;
 	SnowflakeIdentity old_owner;
 
+	uint32		wanted = SF_ADOPT_WANTED;
+
 	LWLockAcquire(sf_shared->lock, LW_EXCLUSIVE);
-	pg_atomic_write_u32(&sf_shared->adopt_wanted, 0);
+
+	/*
+	 * Take the request only while a caller still waits for it: a caller that
+	 * was cancelled or timed out has withdrawn it (WANTED -> NONE), and an
+	 * adoption nobody waits for is never written.  Once taken, the caller can
+	 * no longer withdraw it, and its error says the adoption takes effect.
+	 */
+	if (!pg_atomic_compare_exchange_u32(&sf_shared->adopt_wanted, &wanted, SF_ADOPT_WRITING))
+	{
+		LWLockRelease(sf_shared->lock);
+		return;
+	}
 	res = sf_adopt_write(&old_owner);
+	pg_atomic_write_u32(&sf_shared->adopt_wanted, SF_ADOPT_NONE);
 	LWLockRelease(sf_shared->lock);
 	ConditionVariableBroadcast(&sf_shared->mark_cv);
 
@@ -906,6 +920,40 @@ sf_mark_writer_adopt(void)
 		ereport(LOG,
 				(errmsg("snowflake node state adopted by this data directory (%s), from %s",
 						sf_identity_text(&sf_shared->self), sf_identity_text(&old_owner))));
+}
+
+/*
+ * A caller that stops waiting for an adoption withdraws its request, unless
+ * the writer has taken it (then it is being written and takes effect).
+ * Returns whether the request is withdrawn (or there was none).
+ */
+static bool
+sf_adopt_withdraw(void)
+{
+	uint32		wanted = SF_ADOPT_WANTED;
+
+	return pg_atomic_compare_exchange_u32(&sf_shared->adopt_wanted, &wanted, SF_ADOPT_NONE) ||
+		wanted != SF_ADOPT_WRITING;
+}
+
+/*
+ * Error context of a caller waiting for an adoption: an error that ends the
+ * wait (cancel, statement timeout, termination) withdraws the request and
+ * says truthfully whether the adoption will still take effect.
+ */
+static void
+sf_adopt_withdraw_callback(void *arg)
+{
+	bool		withdrawn = sf_adopt_withdraw();
+
+	pg_read_barrier();
+	if (!sf_shared->copied)
+		errcontext("the adoption of the snowflake node state was written before the wait ended: this data directory owns it");
+	else if (withdrawn)
+		errcontext("the adoption of the snowflake node state was withdrawn: the data directory stays a copy");
+	else
+		errcontext("the adoption of the snowflake node state is being written by the reservation writer and "
+				   "will take effect when the write completes (snowflake_state() shows \"ok\" then)");
 }
 
 /*
@@ -924,22 +972,38 @@ sf_state_adopt(void)
 	uint64		failures = pg_atomic_read_u64(&sf_shared->write_failures);
 	bool		prepared = false;
 
+	ErrorContextCallback withdraw;
+
 	if (!sf_shared->copied)
 		return;					/* nothing to adopt: no lock, no wait */
 
-	pg_atomic_write_u32(&sf_shared->adopt_wanted, 1);
+	/*
+	 * Any error that ends the wait (cancel, statement timeout, termination)
+	 * withdraws the request first, and says whether it was withdrawn.
+	 */
+	withdraw.callback = sf_adopt_withdraw_callback;
+	withdraw.arg = NULL;
+	withdraw.previous = error_context_stack;
+	error_context_stack = &withdraw;
 	for (;;)
 	{
 		Latch	   *latch;
 		int64		left;
+		uint32		none = SF_ADOPT_NONE;
 
 		pg_read_barrier();
 		if (!sf_shared->copied)
 			break;
+		/* Ask (again: another caller that gave up may have withdrawn it). */
+		(void) pg_atomic_compare_exchange_u32(&sf_shared->adopt_wanted, &none, SF_ADOPT_WANTED);
 		if (pg_atomic_read_u64(&sf_shared->write_failures) != failures)
 		{
 			if (prepared)
 				ConditionVariableCancelSleep();
+			error_context_stack = withdraw.previous;
+			(void) sf_adopt_withdraw();
+			if (!sf_shared->copied)
+				break;
 			sf_report_write((int) pg_atomic_read_u32(&sf_shared->fail_errno),
 							(SnowflakeWriteStep) pg_atomic_read_u32(&sf_shared->fail_step), ERROR,
 							"The data directory stays a copy: generation still refuses.");
@@ -958,6 +1022,8 @@ sf_state_adopt(void)
 			ConditionVariableBroadcast(&sf_shared->mark_cv);
 			if (prepared)
 				ConditionVariableCancelSleep();
+			error_context_stack = withdraw.previous;
+			(void) sf_adopt_withdraw();
 			if (!res.ok)
 				sf_report_write(res.save_errno, res.step, ERROR, "The data directory stays a copy: generation still refuses.");
 			pg_atomic_fetch_add_u64(&sf_shared->caller_writes, 1);
@@ -970,16 +1036,31 @@ sf_state_adopt(void)
 		left = deadline - sf_mono_ns();
 		if (left <= 0)
 		{
+			bool		withdrawn;
+
 			if (prepared)
 				ConditionVariableCancelSleep();
+			error_context_stack = withdraw.previous;
+			withdrawn = sf_adopt_withdraw();
+			if (!withdrawn && !sf_shared->copied)
+				break;			/* written just now */
+			if (withdrawn)
+				ereport(ERROR,
+						(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+						 errmsg("adoption of the snowflake node state could not be written within snowflake.max_wait_ms (%d ms)",
+								sf_max_wait_ms),
+						 errdetail("The reservation writer had not begun to write the adoption (a slow or stalled disk, or no writer running); "
+								   "the request is withdrawn and the data directory stays a copy: generation still refuses."),
+						 errhint("Check the storage of the data directory and the server log, then try again. "
+								 "A larger snowflake.max_wait_ms lets the call wait longer.")));
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("adoption of the snowflake node state could not be written within snowflake.max_wait_ms (%d ms)",
-							sf_max_wait_ms),
-					 errdetail("The reservation writer writes the adoption; its write of \"%s\" is not complete (a slow or stalled disk, or no writer running).",
-							   SF_STATE_FILE),
-					 errhint("Check the storage of the data directory and the server log, then try again. "
-							 "A larger snowflake.max_wait_ms lets the call wait longer.")));
+					 errmsg("adoption of the snowflake node state is being written and will take effect when the write completes"),
+					 errdetail("The reservation writer was writing the adoption into \"%s\" when snowflake.max_wait_ms (%d ms) ran out "
+							   "(a slow or stalled disk); once that write completes this data directory owns the node state, "
+							   "unless the write fails (logged).",
+							   SF_STATE_FILE, sf_max_wait_ms),
+					 errhint("snowflake_state() shows the state: \"ok\" once adopted.")));
 		}
 		if (!prepared)
 		{
@@ -993,6 +1074,7 @@ sf_state_adopt(void)
 	}
 	if (prepared)
 		ConditionVariableCancelSleep();
+	error_context_stack = withdraw.previous;
 }
 
 /*
