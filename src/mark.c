@@ -21,6 +21,7 @@
 #include "access/xlogrecovery.h"
 #include "miscadmin.h"
 #include "storage/condition_variable.h"
+#include "storage/ipc.h"
 #include "storage/latch.h"
 #include "utils/wait_event.h"
 
@@ -205,11 +206,17 @@ sf_mark_write(int64 target, bool wait, bool by_writer)
 		pg_atomic_write_u64(&sf_shared->reserved, (uint64) target);
 		pg_atomic_write_u32(&sf_shared->clock_held_recorded, img.held ? 1 : 0);
 		sf_shared->file_tli = img.timeline;
+		if (!by_writer)
+			pg_atomic_write_u64(&sf_shared->fail_until_ns, 0);
 	}
 	else
 	{
 		pg_atomic_write_u32(&sf_shared->fail_errno, (uint32) res.save_errno);
 		pg_atomic_write_u32(&sf_shared->fail_step, (uint32) res.step);
+		/* No writer runs: callers try again no sooner than this (the writer sets its own). */
+		if (!by_writer)
+			pg_atomic_write_u64(&sf_shared->fail_until_ns,
+								(uint64) (sf_mono_ns() + (int64) SF_RETRY_MS * SF_NS_PER_MS));
 		pg_write_barrier();
 		pg_atomic_fetch_add_u64(&sf_shared->write_failures, 1);
 	}
@@ -224,7 +231,7 @@ sf_mark_write(int64 target, bool wait, bool by_writer)
 		sf_report_write(res.save_errno, res.step, LOG,
 						by_writer ?
 						"No ID beyond the durable high-water mark is issued until the mark can be written. "
-						"The reservation writer retries less and less often (at most every 10 s, at once when a call waits); "
+						"The reservation writer retries less and less often (at most every 10 s); calls meanwhile wait for its next attempt or get this error at once; "
 						"further failures are not logged until a write succeeds." :
 						"No ID beyond the durable high-water mark is issued until the mark can be written.");
 	return res.ok;
@@ -245,6 +252,7 @@ sf_writer_outcome(bool ok)
 					(errmsg("snowflake state file \"%s\" written again, after %d failed attempts",
 							SF_STATE_FILE, sf_writer_failures)));
 		sf_writer_failures = 0;
+		pg_atomic_write_u64(&sf_shared->fail_until_ns, 0);
 		return 0;
 	}
 	sf_writer_failures++;
@@ -302,11 +310,14 @@ sf_mark_writer_step(bool woken)
 	long		sleep_ms;
 
 	/*
-	 * Backing off after failed writes: until the next attempt is due, or a
-	 * caller wakes the writer, only the clock is looked at (W3), and nothing
-	 * is written, logged or WAL-logged.
+	 * Backing off after failed writes: until the next attempt is due, only
+	 * the clock is looked at (W3), and nothing is written, logged or
+	 * WAL-logged, even when a caller woke the writer (woken): a caller during
+	 * the episode waits for the scheduled attempt or gets the last failure's
+	 * error, so no role can turn its calls into write attempts and MARK
+	 * records (F7).
 	 */
-	if (!woken && sf_writer_failures > 0 && now < sf_writer_retry_ns)
+	if (sf_writer_failures > 0 && now < sf_writer_retry_ns)
 	{
 		int64		held_ms;
 
@@ -316,7 +327,11 @@ sf_mark_writer_step(bool woken)
 
 	sleep_ms = sf_mark_writer_look();
 	if (sf_writer_failures > 0)
-		sf_writer_retry_ns = now + (int64) sleep_ms * SF_NS_PER_MS;
+	{
+		sf_writer_retry_ns = sf_mono_ns() + (int64) sleep_ms * SF_NS_PER_MS;
+		/* Callers wait for this attempt, or fail at once: they never wake the writer into another. */
+		pg_atomic_write_u64(&sf_shared->fail_until_ns, (uint64) sf_writer_retry_ns);
+	}
 
 	/* The clock watch is looked at every second whatever the window (W3). */
 	return Min(sleep_ms, SF_WATCH_LOOK_MS);
@@ -419,6 +434,7 @@ sf_mark_await(int64 need_tick, int64 deadline_ns)
 	{
 		Latch	   *latch;
 		int64		left;
+		int64		until;
 
 		pg_read_barrier();
 		if (need_tick <= (int64) pg_atomic_read_u64(&sf_shared->reserved))
@@ -437,8 +453,28 @@ sf_mark_await(int64 need_tick, int64 deadline_ns)
 							"No ID beyond the durable high-water mark is issued until the mark can be written.");
 		}
 
+		/*
+		 * In a failure episode, the next attempt is scheduled (fail_until):
+		 * wait for it if it comes before the deadline, or give the last
+		 * failure's error at once; never wake the writer (or write here)
+		 * into an attempt of its own.
+		 */
+		until = (int64) pg_atomic_read_u64(&sf_shared->fail_until_ns);
+		if (until != 0 && until > deadline_ns &&
+			pg_atomic_read_u64(&sf_shared->write_failures) != 0)
+		{
+			if (prepared)
+				ConditionVariableCancelSleep();
+			pg_read_barrier();
+			sf_report_write((int) pg_atomic_read_u32(&sf_shared->fail_errno),
+							(SnowflakeWriteStep) pg_atomic_read_u32(&sf_shared->fail_step), ERROR,
+							"The last write of the durable high-water mark failed, and the next attempt is not due "
+							"within snowflake.max_wait_ms: no ID beyond the durable high-water mark is issued until the mark can be written.");
+		}
 		latch = (Latch *) sf_shared->worker_latch;
-		if (latch != NULL)
+		if (until != 0 && sf_mono_ns() < until)
+			;					/* the scheduled attempt comes: wait for it */
+		else if (latch != NULL)
 			SetLatch(latch);
 		else if (sf_mark_write(sf_mark_target(need_tick), false, false))
 			continue;
@@ -790,6 +826,30 @@ sf_mark_shutdown(SnowflakeShared *shared)
  * the same, and generation passes the file's mark only once a higher one is
  * written.
  */
+/*
+ * The startup process: durable marks replayed in a primary's own crash
+ * recovery whose write failed, and the last failure, logged once when the
+ * process ends.
+ */
+static int	sf_replay_unwritten = 0;
+static int	sf_replay_errno = 0;
+static SnowflakeWriteStep sf_replay_step = SF_STEP_NONE;
+
+static void
+sf_replay_unwritten_report(int code, Datum arg)
+{
+	char		detail[512];
+
+	if (sf_replay_unwritten == 0)
+		return;
+	snprintf(detail, sizeof(detail),
+			 "While replaying durable marks in crash recovery: %d marks could not be written. They were never published "
+			 "(their writes failed before the crash), the state file holds every mark that was; recovery goes on, and no "
+			 "ID beyond the file's mark is issued until a higher mark is written.", sf_replay_unwritten);
+	sf_report_write(sf_replay_errno, sf_replay_step, WARNING, detail);
+	sf_replay_unwritten = 0;
+}
+
 void
 sf_mark_replayed(uint64 mark_tick)
 {
@@ -839,10 +899,13 @@ sf_mark_replayed(uint64 mark_tick)
 	LWLockRelease(sf_shared->lock);
 
 	if (!res.ok && own_crash)
-		sf_report_write(res.save_errno, res.step, WARNING,
-						"While replaying a durable mark in crash recovery: this mark was never published (its write "
-						"failed before the crash), the state file holds every mark that was; recovery goes on, and no "
-						"ID beyond the file's mark is issued until a higher mark is written.");
+	{
+		/* One WARNING per recovery, with the count, when the startup process ends (F7). */
+		if (sf_replay_unwritten++ == 0)
+			before_shmem_exit(sf_replay_unwritten_report, (Datum) 0);
+		sf_replay_errno = res.save_errno;
+		sf_replay_step = res.step;
+	}
 	else if (!res.ok)
 		sf_report_write(res.save_errno, res.step, ERROR,
 						"While replaying a durable mark logged by the primary: recovery stops here, so that this server "
