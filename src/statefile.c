@@ -197,7 +197,8 @@ sf_statefile_read_path(const char *path, bool any_system, SnowflakeStateImage *i
 	int			save_errno;
 
 	memset(img, 0, sizeof(*img));
-	fd = BasicOpenFile(path, O_RDONLY | PG_BINARY);
+	/* O_NONBLOCK: a FIFO planted in its place must not block the open (F8). */
+	fd = BasicOpenFile(path, O_RDONLY | O_NONBLOCK | PG_BINARY);
 	if (fd < 0)
 	{
 		struct stat st;
@@ -207,6 +208,24 @@ sf_statefile_read_path(const char *path, bool any_system, SnowflakeStateImage *i
 		if (save_errno == ENOENT && lstat(path, &st) != 0 && errno == ENOENT)
 			return SF_READ_MISSING;
 		return sf_unreadable(why, whylen, "open", save_errno);
+	}
+
+	{
+		struct stat st;
+
+		if (fstat(fd, &st) != 0)
+		{
+			save_errno = errno;
+			close(fd);
+			return sf_unreadable(why, whylen, "stat", save_errno);
+		}
+		if (!S_ISREG(st.st_mode))
+		{
+			close(fd);
+			snprintf(why, whylen, "It is not a regular file (a FIFO, device or directory); remove what is there and "
+					 "put back the state file.");
+			return SF_READ_UNREADABLE;
+		}
 	}
 
 	/* Read one byte more than the largest layout, to notice a file that is too long. */
@@ -356,7 +375,14 @@ sf_statefile_write(const SnowflakeStateImage *img)
 		file.flags |= SF_STATE_CLEAN;
 	file.crc = sf_crc(&file, offsetof(SnowflakeStateFile, crc));
 
-	fd = BasicOpenFile(SF_STATE_TMP_FILE, O_WRONLY | O_CREAT | O_TRUNC | PG_BINARY);
+	/*
+	 * The temporary file is ours alone: remove whatever is there (a FIFO or a
+	 * symbolic link planted in its place would block or redirect the write,
+	 * F8) and create it afresh.
+	 */
+	if (unlink(SF_STATE_TMP_FILE) != 0 && errno != ENOENT)
+		return sf_fail(SF_STEP_CREATE);
+	fd = BasicOpenFile(SF_STATE_TMP_FILE, O_WRONLY | O_CREAT | O_EXCL | PG_BINARY);
 	if (fd < 0)
 		return sf_fail(SF_STEP_CREATE);
 
