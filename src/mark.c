@@ -21,6 +21,7 @@
 #include "access/xlogrecovery.h"
 #include "miscadmin.h"
 #include "storage/condition_variable.h"
+#include "replication/walreceiver.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
 #include "utils/wait_event.h"
@@ -117,7 +118,11 @@ sf_timeline_now(void)
  * past the one the file records.  A copy started as a server of its own (a
  * base backup, a restored or copied data directory) stays on the timeline of
  * the file it was copied with, so snowflake.failover_adopt does not adopt it.
- * A file that records no timeline (written before 1.3) proves nothing.
+ * A file that records no timeline (written before 1.3) proves nothing.  A
+ * timeline switch alone is no proof of a standby (archive recovery of a
+ * copy, standby mode with no primary also switch): snowflake.standby must
+ * name this data directory, written while it streamed as a standby; a copy
+ * of a promoted standby carries a witness naming another directory.
  */
 bool
 sf_mark_promoted(void)
@@ -125,7 +130,28 @@ sf_mark_promoted(void)
 	uint32		file_tli = sf_shared->file_tli;
 
 	return file_tli != 0 && !RecoveryInProgress() &&
-		(uint32) GetWALInsertionTimeLine() > file_tli;
+		(uint32) GetWALInsertionTimeLine() > file_tli &&
+		sf_shared->standby_witness;
+}
+
+/*
+ * Whether this server's WAL receiver streams from a primary now (standby mode
+ * with primary_conninfo, connected): not archive recovery, not standby mode
+ * with no primary.
+ */
+static bool
+sf_wal_receiver_streaming(void)
+{
+	WalRcvState state;
+	pid_t		pid;
+
+	if (WalRcv == NULL)
+		return false;
+	SpinLockAcquire(&WalRcv->mutex);
+	state = WalRcv->walRcvState;
+	pid = WalRcv->pid;
+	SpinLockRelease(&WalRcv->mutex);
+	return state == WALRCV_STREAMING && pid != 0;
 }
 
 /* The clock part of a state file image: the trusted time, and whether generation is held. */
@@ -354,6 +380,19 @@ sf_mark_writer_look(void)
 	if ((pg_atomic_read_u64(&sf_shared->clock_held) != 0) !=
 		(pg_atomic_read_u32(&sf_shared->clock_held_recorded) != 0))
 		sf_mark_record_hold(true);
+
+	/* In standby mode, streaming from a primary: witness it (F1/F2). */
+	if (RecoveryInProgress() && !sf_shared->standby_witness && sf_wal_receiver_streaming())
+	{
+		if (sf_witness_write(&sf_shared->self))
+		{
+			sf_shared->standby_witness = true;
+			ereport(LOG,
+					(errmsg("snowflake recorded in \"%s\" that this data directory (%s) streams as a standby",
+							SF_WITNESS_FILE, sf_identity_text(&sf_shared->self)),
+					 errdetail("snowflake.failover_adopt adopts the node state after a promotion only where this file names the data directory itself.")));
+		}
+	}
 
 	if (sf_shared->status != SF_STATE_OK || RecoveryInProgress())
 		return Max(sf_reservation_ms / 2, 10);
@@ -656,6 +695,7 @@ sf_mark_load(SnowflakeShared *shared, SnowflakeStateImage *out)
 		return false;
 	}
 	shared->owner = shared->self;
+	shared->standby_witness = sf_witness_names_self(&shared->self);
 
 	st = sf_statefile_read(&img, why, sizeof(why));
 	if (st == SF_READ_UNREADABLE)

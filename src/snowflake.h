@@ -156,6 +156,7 @@ typedef struct SnowflakeShared
 	pg_atomic_uint32 fail_errno;	/* the last failure: errno and step */
 	pg_atomic_uint32 fail_step;
 	pg_atomic_uint64 fail_until_ns;	/* failure episode: next attempt (monotonic ns); 0: none */
+	volatile bool standby_witness;	/* snowflake.standby names this data directory (F1/F2) */
 	void	   *volatile worker_latch;	/* the writer's latch, NULL when none runs */
 	char		pad3[PG_CACHE_LINE_SIZE];
 	/* The clock watch (watch.c): read on the hot path, written on changes. */
@@ -190,6 +191,9 @@ extern bool sf_sleep_until(int64 target_wall_ns, int64 deadline_mono_ns);
 /* statefile.c: the durable state file */
 #define SF_STATE_FILE		"snowflake.state"
 #define SF_STATE_TMP_FILE	"snowflake.state.tmp"
+/* The standby witness (statefile.c): this data directory streamed as a standby. */
+#define SF_WITNESS_FILE		"snowflake.standby"
+#define SF_WITNESS_TMP_FILE	"snowflake.standby.tmp"
 
 typedef struct SnowflakeStateImage
 {
@@ -245,6 +249,8 @@ extern SnowflakeStateResult sf_statefile_write(const SnowflakeStateImage *img);
 extern void sf_write_step_text(SnowflakeWriteStep step, const char **action, const char **path);
 extern bool sf_datadir_identity(SnowflakeIdentity *id);
 extern bool sf_identity_same(const SnowflakeIdentity *a, const SnowflakeIdentity *b);
+extern bool sf_witness_names_self(const SnowflakeIdentity *self);
+extern bool sf_witness_write(const SnowflakeIdentity *self);
 extern char *sf_identity_text(const SnowflakeIdentity *id);
 
 /* wal.c: the mark in WAL, for standbys and crash recovery */
