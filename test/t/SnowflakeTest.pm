@@ -89,7 +89,8 @@ sub new
 	if ($params{from_backup})
 	{
 		my ($primary, $backup) = @{ $params{from_backup} };
-		$node->init_from_backup($primary->node, $backup, has_streaming => $params{standby} // 1);
+		$node->init_from_backup($primary->node, $backup, has_streaming => $params{standby} // 1,
+			has_restoring => $params{restoring} // 0, standby => $params{standby} // 1);
 	}
 	else
 	{
