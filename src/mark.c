@@ -631,7 +631,8 @@ sf_mark_import(SnowflakeShared *shared, bool held, bool *imported)
 	if (st != SF_READ_OK)
 	{
 		sf_state_damaged(shared, "The mark to import, \"%s\", cannot be used: %s "
-						 "Replace it with the old cluster's \"%s\", or remove it, and restart.",
+						 "Replace it with the old cluster's \"%s\" and restart. Remove it instead only once the clock is "
+						 "past every ID the old cluster issued (its IDs may lie ahead of the clock), or they may be issued again.",
 						 SF_STATE_IMPORT_FILE, why, SF_STATE_FILE);
 		return held;
 	}
