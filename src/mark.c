@@ -50,6 +50,9 @@ static void sf_mark_writer_adopt(void);
 
 static long sf_mark_writer_look(void);
 
+/* The writer: whether a failed write of the standby witness was logged. */
+static bool sf_witness_failed = false;
+
 /* Backend-local: the mark at which this backend last woke the writer. */
 static uint64 sf_woke_writer_at = PG_UINT64_MAX;
 
@@ -391,6 +394,16 @@ sf_mark_writer_look(void)
 					(errmsg("snowflake recorded in \"%s\" that this data directory (%s) streams as a standby",
 							SF_WITNESS_FILE, sf_identity_text(&sf_shared->self)),
 					 errdetail("snowflake.failover_adopt adopts the node state after a promotion only where this file names the data directory itself.")));
+		}
+		else if (!sf_witness_failed)
+		{
+			/* Logged once per writer; retried at every look. */
+			sf_witness_failed = true;
+			ereport(LOG,
+					(errcode_for_file_access(),
+					 errmsg("could not write snowflake standby witness \"%s\": %m", SF_WITNESS_FILE),
+					 errdetail("Until it is written, snowflake.failover_adopt does not adopt after a promotion of this standby."),
+					 errhint("Check free space, permissions and the health of the storage of the data directory.")));
 		}
 	}
 

@@ -527,5 +527,5 @@ sf_witness_write(const SnowflakeIdentity *self)
 	ok = write(fd, &w, sizeof(w)) == sizeof(w) && pg_fsync(fd) == 0;
 	if (close(fd) != 0)
 		ok = false;
-	return ok && durable_rename(SF_WITNESS_TMP_FILE, SF_WITNESS_FILE, LOG) == 0;
+	return ok && durable_rename(SF_WITNESS_TMP_FILE, SF_WITNESS_FILE, DEBUG1) == 0;
 }
