@@ -407,6 +407,9 @@ sf_mark_writer_look(void)
 		}
 	}
 
+	/* A standby not yet witnessed looks often: a promotion may follow streaming closely. */
+	if (RecoveryInProgress() && !sf_shared->standby_witness)
+		return Min(Max(sf_reservation_ms / 2, 10), 50);
 	if (sf_shared->status != SF_STATE_OK || RecoveryInProgress())
 		return Max(sf_reservation_ms / 2, 10);
 

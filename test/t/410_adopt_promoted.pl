@@ -79,6 +79,7 @@ $p->query('INSERT INTO t SELECT snowflake_next() FROM generate_series(1, 1000)')
 my $max = $p->query('SELECT max(id) FROM t');
 $p->node->wait_for_catchup($s->node, 'replay');
 $p->kill9;
+$s->wait_witness;
 $s->node->promote;
 $s->node->poll_query_until('postgres', 'SELECT NOT pg_is_in_recovery()');
 is(file_timeline($s), 1, 'before its first ID the promoted standby\'s file still records timeline 1 (replayed)');
