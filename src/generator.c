@@ -66,8 +66,8 @@ sf_check_can_generate(const char *caller)
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 					 errmsg("%s refused: this data directory is a copy of the one that owns the node state", caller),
-					 errdetail("snowflake.failover_adopt adopts the node state only after this server was promoted "
-							   "(its timeline is past the one its state file records); this copy was not promoted, "
+					 errdetail("snowflake.failover_adopt adopts the node state only after this data directory streamed from a primary as a standby "
+							   "and was then promoted (its timeline past the one its state file records); this copy was not, "
 							   "so the original may still issue the same IDs under this node."),
 					 errhint("If this server replaces that one for good, stop the original, then run SELECT snowflake_adopt_state(). "
 							 "If it is a new server, first give it its own snowflake.datacenter_id and snowflake.machine_id, then run it.")));

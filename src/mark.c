@@ -21,6 +21,8 @@
 #include "access/xlogrecovery.h"
 #include "miscadmin.h"
 #include "storage/condition_variable.h"
+#include "replication/walreceiver.h"
+#include "storage/ipc.h"
 #include "storage/latch.h"
 #include "utils/wait_event.h"
 
@@ -47,6 +49,9 @@ static void sf_mark_writer_adopt(void);
 #define SF_WATCH_LOOK_MS	1000
 
 static long sf_mark_writer_look(void);
+
+/* The writer: whether a failed write of the standby witness was logged. */
+static bool sf_witness_failed = false;
 
 /* Backend-local: the mark at which this backend last woke the writer. */
 static uint64 sf_woke_writer_at = PG_UINT64_MAX;
@@ -116,7 +121,11 @@ sf_timeline_now(void)
  * past the one the file records.  A copy started as a server of its own (a
  * base backup, a restored or copied data directory) stays on the timeline of
  * the file it was copied with, so snowflake.failover_adopt does not adopt it.
- * A file that records no timeline (written before 1.3) proves nothing.
+ * A file that records no timeline (written before 1.3) proves nothing.  A
+ * timeline switch alone is no proof of a standby (archive recovery of a
+ * copy, standby mode with no primary also switch): snowflake.standby must
+ * name this data directory, written while it streamed as a standby; a copy
+ * of a promoted standby carries a witness naming another directory.
  */
 bool
 sf_mark_promoted(void)
@@ -124,7 +133,28 @@ sf_mark_promoted(void)
 	uint32		file_tli = sf_shared->file_tli;
 
 	return file_tli != 0 && !RecoveryInProgress() &&
-		(uint32) GetWALInsertionTimeLine() > file_tli;
+		(uint32) GetWALInsertionTimeLine() > file_tli &&
+		sf_shared->standby_witness;
+}
+
+/*
+ * Whether this server's WAL receiver streams from a primary now (standby mode
+ * with primary_conninfo, connected): not archive recovery, not standby mode
+ * with no primary.
+ */
+static bool
+sf_wal_receiver_streaming(void)
+{
+	WalRcvState state;
+	pid_t		pid;
+
+	if (WalRcv == NULL)
+		return false;
+	SpinLockAcquire(&WalRcv->mutex);
+	state = WalRcv->walRcvState;
+	pid = WalRcv->pid;
+	SpinLockRelease(&WalRcv->mutex);
+	return state == WALRCV_STREAMING && pid != 0;
 }
 
 /* The clock part of a state file image: the trusted time, and whether generation is held. */
@@ -205,11 +235,17 @@ sf_mark_write(int64 target, bool wait, bool by_writer)
 		pg_atomic_write_u64(&sf_shared->reserved, (uint64) target);
 		pg_atomic_write_u32(&sf_shared->clock_held_recorded, img.held ? 1 : 0);
 		sf_shared->file_tli = img.timeline;
+		if (!by_writer)
+			pg_atomic_write_u64(&sf_shared->fail_until_ns, 0);
 	}
 	else
 	{
 		pg_atomic_write_u32(&sf_shared->fail_errno, (uint32) res.save_errno);
 		pg_atomic_write_u32(&sf_shared->fail_step, (uint32) res.step);
+		/* No writer runs: callers try again no sooner than this (the writer sets its own). */
+		if (!by_writer)
+			pg_atomic_write_u64(&sf_shared->fail_until_ns,
+								(uint64) (sf_mono_ns() + (int64) SF_RETRY_MS * SF_NS_PER_MS));
 		pg_write_barrier();
 		pg_atomic_fetch_add_u64(&sf_shared->write_failures, 1);
 	}
@@ -224,7 +260,7 @@ sf_mark_write(int64 target, bool wait, bool by_writer)
 		sf_report_write(res.save_errno, res.step, LOG,
 						by_writer ?
 						"No ID beyond the durable high-water mark is issued until the mark can be written. "
-						"The reservation writer retries less and less often (at most every 10 s, at once when a call waits); "
+						"The reservation writer retries less and less often (at most every 10 s); calls meanwhile wait for its next attempt or get this error at once; "
 						"further failures are not logged until a write succeeds." :
 						"No ID beyond the durable high-water mark is issued until the mark can be written.");
 	return res.ok;
@@ -245,6 +281,7 @@ sf_writer_outcome(bool ok)
 					(errmsg("snowflake state file \"%s\" written again, after %d failed attempts",
 							SF_STATE_FILE, sf_writer_failures)));
 		sf_writer_failures = 0;
+		pg_atomic_write_u64(&sf_shared->fail_until_ns, 0);
 		return 0;
 	}
 	sf_writer_failures++;
@@ -302,11 +339,14 @@ sf_mark_writer_step(bool woken)
 	long		sleep_ms;
 
 	/*
-	 * Backing off after failed writes: until the next attempt is due, or a
-	 * caller wakes the writer, only the clock is looked at (W3), and nothing
-	 * is written, logged or WAL-logged.
+	 * Backing off after failed writes: until the next attempt is due, only
+	 * the clock is looked at (W3), and nothing is written, logged or
+	 * WAL-logged, even when a caller woke the writer (woken): a caller during
+	 * the episode waits for the scheduled attempt or gets the last failure's
+	 * error, so no role can turn its calls into write attempts and MARK
+	 * records (F7).
 	 */
-	if (!woken && sf_writer_failures > 0 && now < sf_writer_retry_ns)
+	if (sf_writer_failures > 0 && now < sf_writer_retry_ns)
 	{
 		int64		held_ms;
 
@@ -316,7 +356,11 @@ sf_mark_writer_step(bool woken)
 
 	sleep_ms = sf_mark_writer_look();
 	if (sf_writer_failures > 0)
-		sf_writer_retry_ns = now + (int64) sleep_ms * SF_NS_PER_MS;
+	{
+		sf_writer_retry_ns = sf_mono_ns() + (int64) sleep_ms * SF_NS_PER_MS;
+		/* Callers wait for this attempt, or fail at once: they never wake the writer into another. */
+		pg_atomic_write_u64(&sf_shared->fail_until_ns, (uint64) sf_writer_retry_ns);
+	}
 
 	/* The clock watch is looked at every second whatever the window (W3). */
 	return Min(sleep_ms, SF_WATCH_LOOK_MS);
@@ -340,11 +384,37 @@ sf_mark_writer_look(void)
 		(pg_atomic_read_u32(&sf_shared->clock_held_recorded) != 0))
 		sf_mark_record_hold(true);
 
+	/* In standby mode, streaming from a primary: witness it (F1/F2). */
+	if (RecoveryInProgress() && !sf_shared->standby_witness && sf_wal_receiver_streaming())
+	{
+		if (sf_witness_write(&sf_shared->self))
+		{
+			sf_shared->standby_witness = true;
+			ereport(LOG,
+					(errmsg("snowflake recorded in \"%s\" that this data directory (%s) streams as a standby",
+							SF_WITNESS_FILE, sf_identity_text(&sf_shared->self)),
+					 errdetail("snowflake.failover_adopt adopts the node state after a promotion only where this file names the data directory itself.")));
+		}
+		else if (!sf_witness_failed)
+		{
+			/* Logged once per writer; retried at every look. */
+			sf_witness_failed = true;
+			ereport(LOG,
+					(errcode_for_file_access(),
+					 errmsg("could not write snowflake standby witness \"%s\": %m", SF_WITNESS_FILE),
+					 errdetail("Until it is written, snowflake.failover_adopt does not adopt after a promotion of this standby."),
+					 errhint("Check free space, permissions and the health of the storage of the data directory.")));
+		}
+	}
+
+	/* A standby not yet witnessed looks often: a promotion may follow streaming closely. */
+	if (RecoveryInProgress() && !sf_shared->standby_witness)
+		return Min(Max(sf_reservation_ms / 2, 10), 50);
 	if (sf_shared->status != SF_STATE_OK || RecoveryInProgress())
 		return Max(sf_reservation_ms / 2, 10);
 
 	/* An adoption a caller waits for. */
-	if (pg_atomic_read_u32(&sf_shared->adopt_wanted) != 0)
+	if (pg_atomic_read_u32(&sf_shared->adopt_wanted) == SF_ADOPT_WANTED)
 		sf_mark_writer_adopt();
 
 	/*
@@ -419,6 +489,7 @@ sf_mark_await(int64 need_tick, int64 deadline_ns)
 	{
 		Latch	   *latch;
 		int64		left;
+		int64		until;
 
 		pg_read_barrier();
 		if (need_tick <= (int64) pg_atomic_read_u64(&sf_shared->reserved))
@@ -437,8 +508,28 @@ sf_mark_await(int64 need_tick, int64 deadline_ns)
 							"No ID beyond the durable high-water mark is issued until the mark can be written.");
 		}
 
+		/*
+		 * In a failure episode, the next attempt is scheduled (fail_until):
+		 * wait for it if it comes before the deadline, or give the last
+		 * failure's error at once; never wake the writer (or write here)
+		 * into an attempt of its own.
+		 */
+		until = (int64) pg_atomic_read_u64(&sf_shared->fail_until_ns);
+		if (until != 0 && until > deadline_ns &&
+			pg_atomic_read_u64(&sf_shared->write_failures) != 0)
+		{
+			if (prepared)
+				ConditionVariableCancelSleep();
+			pg_read_barrier();
+			sf_report_write((int) pg_atomic_read_u32(&sf_shared->fail_errno),
+							(SnowflakeWriteStep) pg_atomic_read_u32(&sf_shared->fail_step), ERROR,
+							"The last write of the durable high-water mark failed, and the next attempt is not due "
+							"within snowflake.max_wait_ms: no ID beyond the durable high-water mark is issued until the mark can be written.");
+		}
 		latch = (Latch *) sf_shared->worker_latch;
-		if (latch != NULL)
+		if (until != 0 && sf_mono_ns() < until)
+			;					/* the scheduled attempt comes: wait for it */
+		else if (latch != NULL)
 			SetLatch(latch);
 		else if (sf_mark_write(sf_mark_target(need_tick), false, false))
 			continue;
@@ -556,7 +647,8 @@ sf_mark_import(SnowflakeShared *shared, bool held, bool *imported)
 	if (st != SF_READ_OK)
 	{
 		sf_state_damaged(shared, "The mark to import, \"%s\", cannot be used: %s "
-						 "Replace it with the old cluster's \"%s\", or remove it, and restart.",
+						 "Replace it with the old cluster's \"%s\" and restart. Remove it instead only once the clock is "
+						 "past every ID the old cluster issued (its IDs may lie ahead of the clock), or they may be issued again.",
 						 SF_STATE_IMPORT_FILE, why, SF_STATE_FILE);
 		return held;
 	}
@@ -620,6 +712,7 @@ sf_mark_load(SnowflakeShared *shared, SnowflakeStateImage *out)
 		return false;
 	}
 	shared->owner = shared->self;
+	shared->standby_witness = sf_witness_names_self(&shared->self);
 
 	st = sf_statefile_read(&img, why, sizeof(why));
 	if (st == SF_READ_UNREADABLE)
@@ -790,6 +883,30 @@ sf_mark_shutdown(SnowflakeShared *shared)
  * the same, and generation passes the file's mark only once a higher one is
  * written.
  */
+/*
+ * The startup process: durable marks replayed in a primary's own crash
+ * recovery whose write failed, and the last failure, logged once when the
+ * process ends.
+ */
+static int	sf_replay_unwritten = 0;
+static int	sf_replay_errno = 0;
+static SnowflakeWriteStep sf_replay_step = SF_STEP_NONE;
+
+static void
+sf_replay_unwritten_report(int code, Datum arg)
+{
+	char		detail[512];
+
+	if (sf_replay_unwritten == 0)
+		return;
+	snprintf(detail, sizeof(detail),
+			 "While replaying durable marks in crash recovery: %d marks could not be written. They were never published "
+			 "(their writes failed before the crash), the state file holds every mark that was; recovery goes on, and no "
+			 "ID beyond the file's mark is issued until a higher mark is written.", sf_replay_unwritten);
+	sf_report_write(sf_replay_errno, sf_replay_step, WARNING, detail);
+	sf_replay_unwritten = 0;
+}
+
 void
 sf_mark_replayed(uint64 mark_tick)
 {
@@ -839,10 +956,13 @@ sf_mark_replayed(uint64 mark_tick)
 	LWLockRelease(sf_shared->lock);
 
 	if (!res.ok && own_crash)
-		sf_report_write(res.save_errno, res.step, WARNING,
-						"While replaying a durable mark in crash recovery: this mark was never published (its write "
-						"failed before the crash), the state file holds every mark that was; recovery goes on, and no "
-						"ID beyond the file's mark is issued until a higher mark is written.");
+	{
+		/* One WARNING per recovery, with the count, when the startup process ends (F7). */
+		if (sf_replay_unwritten++ == 0)
+			before_shmem_exit(sf_replay_unwritten_report, (Datum) 0);
+		sf_replay_errno = res.save_errno;
+		sf_replay_step = res.step;
+	}
 	else if (!res.ok)
 		sf_report_write(res.save_errno, res.step, ERROR,
 						"While replaying a durable mark logged by the primary: recovery stops here, so that this server "
@@ -894,9 +1014,23 @@ sf_mark_writer_adopt(void)
 	SnowflakeStateResult res;
 	SnowflakeIdentity old_owner;
 
+	uint32		wanted = SF_ADOPT_WANTED;
+
 	LWLockAcquire(sf_shared->lock, LW_EXCLUSIVE);
-	pg_atomic_write_u32(&sf_shared->adopt_wanted, 0);
+
+	/*
+	 * Take the request only while a caller still waits for it: a caller that
+	 * was cancelled or timed out has withdrawn it (WANTED -> NONE), and an
+	 * adoption nobody waits for is never written.  Once taken, the caller can
+	 * no longer withdraw it, and its error says the adoption takes effect.
+	 */
+	if (!pg_atomic_compare_exchange_u32(&sf_shared->adopt_wanted, &wanted, SF_ADOPT_WRITING))
+	{
+		LWLockRelease(sf_shared->lock);
+		return;
+	}
 	res = sf_adopt_write(&old_owner);
+	pg_atomic_write_u32(&sf_shared->adopt_wanted, SF_ADOPT_NONE);
 	LWLockRelease(sf_shared->lock);
 	ConditionVariableBroadcast(&sf_shared->mark_cv);
 
@@ -906,6 +1040,40 @@ sf_mark_writer_adopt(void)
 		ereport(LOG,
 				(errmsg("snowflake node state adopted by this data directory (%s), from %s",
 						sf_identity_text(&sf_shared->self), sf_identity_text(&old_owner))));
+}
+
+/*
+ * A caller that stops waiting for an adoption withdraws its request, unless
+ * the writer has taken it (then it is being written and takes effect).
+ * Returns whether the request is withdrawn (or there was none).
+ */
+static bool
+sf_adopt_withdraw(void)
+{
+	uint32		wanted = SF_ADOPT_WANTED;
+
+	return pg_atomic_compare_exchange_u32(&sf_shared->adopt_wanted, &wanted, SF_ADOPT_NONE) ||
+		wanted != SF_ADOPT_WRITING;
+}
+
+/*
+ * Error context of a caller waiting for an adoption: an error that ends the
+ * wait (cancel, statement timeout, termination) withdraws the request and
+ * says truthfully whether the adoption will still take effect.
+ */
+static void
+sf_adopt_withdraw_callback(void *arg)
+{
+	bool		withdrawn = sf_adopt_withdraw();
+
+	pg_read_barrier();
+	if (!sf_shared->copied)
+		errcontext("the adoption of the snowflake node state was written before the wait ended: this data directory owns it");
+	else if (withdrawn)
+		errcontext("the adoption of the snowflake node state was withdrawn: the data directory stays a copy");
+	else
+		errcontext("the adoption of the snowflake node state is being written by the reservation writer and "
+				   "will take effect when the write completes (snowflake_state() shows \"ok\" then)");
 }
 
 /*
@@ -924,22 +1092,38 @@ sf_state_adopt(void)
 	uint64		failures = pg_atomic_read_u64(&sf_shared->write_failures);
 	bool		prepared = false;
 
+	ErrorContextCallback withdraw;
+
 	if (!sf_shared->copied)
 		return;					/* nothing to adopt: no lock, no wait */
 
-	pg_atomic_write_u32(&sf_shared->adopt_wanted, 1);
+	/*
+	 * Any error that ends the wait (cancel, statement timeout, termination)
+	 * withdraws the request first, and says whether it was withdrawn.
+	 */
+	withdraw.callback = sf_adopt_withdraw_callback;
+	withdraw.arg = NULL;
+	withdraw.previous = error_context_stack;
+	error_context_stack = &withdraw;
 	for (;;)
 	{
 		Latch	   *latch;
 		int64		left;
+		uint32		none = SF_ADOPT_NONE;
 
 		pg_read_barrier();
 		if (!sf_shared->copied)
 			break;
+		/* Ask (again: another caller that gave up may have withdrawn it). */
+		(void) pg_atomic_compare_exchange_u32(&sf_shared->adopt_wanted, &none, SF_ADOPT_WANTED);
 		if (pg_atomic_read_u64(&sf_shared->write_failures) != failures)
 		{
 			if (prepared)
 				ConditionVariableCancelSleep();
+			error_context_stack = withdraw.previous;
+			(void) sf_adopt_withdraw();
+			if (!sf_shared->copied)
+				break;
 			sf_report_write((int) pg_atomic_read_u32(&sf_shared->fail_errno),
 							(SnowflakeWriteStep) pg_atomic_read_u32(&sf_shared->fail_step), ERROR,
 							"The data directory stays a copy: generation still refuses.");
@@ -958,6 +1142,8 @@ sf_state_adopt(void)
 			ConditionVariableBroadcast(&sf_shared->mark_cv);
 			if (prepared)
 				ConditionVariableCancelSleep();
+			error_context_stack = withdraw.previous;
+			(void) sf_adopt_withdraw();
 			if (!res.ok)
 				sf_report_write(res.save_errno, res.step, ERROR, "The data directory stays a copy: generation still refuses.");
 			pg_atomic_fetch_add_u64(&sf_shared->caller_writes, 1);
@@ -970,16 +1156,31 @@ sf_state_adopt(void)
 		left = deadline - sf_mono_ns();
 		if (left <= 0)
 		{
+			bool		withdrawn;
+
 			if (prepared)
 				ConditionVariableCancelSleep();
+			error_context_stack = withdraw.previous;
+			withdrawn = sf_adopt_withdraw();
+			if (!withdrawn && !sf_shared->copied)
+				break;			/* written just now */
+			if (withdrawn)
+				ereport(ERROR,
+						(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+						 errmsg("adoption of the snowflake node state could not be written within snowflake.max_wait_ms (%d ms)",
+								sf_max_wait_ms),
+						 errdetail("The reservation writer had not begun to write the adoption (a slow or stalled disk, or no writer running); "
+								   "the request is withdrawn and the data directory stays a copy: generation still refuses."),
+						 errhint("Check the storage of the data directory and the server log, then try again. "
+								 "A larger snowflake.max_wait_ms lets the call wait longer.")));
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("adoption of the snowflake node state could not be written within snowflake.max_wait_ms (%d ms)",
-							sf_max_wait_ms),
-					 errdetail("The reservation writer writes the adoption; its write of \"%s\" is not complete (a slow or stalled disk, or no writer running).",
-							   SF_STATE_FILE),
-					 errhint("Check the storage of the data directory and the server log, then try again. "
-							 "A larger snowflake.max_wait_ms lets the call wait longer.")));
+					 errmsg("adoption of the snowflake node state is being written and will take effect when the write completes"),
+					 errdetail("The reservation writer was writing the adoption into \"%s\" when snowflake.max_wait_ms (%d ms) ran out "
+							   "(a slow or stalled disk); once that write completes this data directory owns the node state, "
+							   "unless the write fails (logged).",
+							   SF_STATE_FILE, sf_max_wait_ms),
+					 errhint("snowflake_state() shows the state: \"ok\" once adopted.")));
 		}
 		if (!prepared)
 		{
@@ -993,6 +1194,7 @@ sf_state_adopt(void)
 	}
 	if (prepared)
 		ConditionVariableCancelSleep();
+	error_context_stack = withdraw.previous;
 }
 
 /*

@@ -60,6 +60,7 @@ sf_shmem_init(void)
 	pg_atomic_init_u32(&sf_shared->adopt_wanted, 0);
 	pg_atomic_init_u32(&sf_shared->fail_errno, 0);
 	pg_atomic_init_u32(&sf_shared->fail_step, 0);
+	pg_atomic_init_u64(&sf_shared->fail_until_ns, 0);
 	pg_atomic_init_u64(&sf_shared->clock_ok_until, (uint64) PG_INT64_MIN);
 	pg_atomic_init_u32(&sf_shared->clock_armed, 0);
 	pg_atomic_init_u32(&sf_shared->clock_held_tol, 0);

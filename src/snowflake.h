@@ -40,8 +40,14 @@
  *   start-up, in the postmaster, before any backend exists, and are read-only
  *   afterwards.  owner, copied and file_tli change only under the lock
  *   (adoption, writes) or at start-up; copied and file_tli are read without
- *   it.  adopt_wanted is set by a caller that waits for an adoption and
- *   cleared by the writer.
+ *   it.  adopt_wanted (SF_ADOPT_*) is set to WANTED by a caller that waits
+ *   for an adoption, and by compare-and-swap only: the writer takes it
+ *   (WANTED -> WRITING) under the lock before writing, a caller that stops
+ *   waiting withdraws it (WANTED -> NONE); the writer sets NONE after the
+ *   write.  So an adoption nobody waits for any more is never written.
+ * - fail_until_ns: while a failure episode of the writer lasts, the monotonic
+ *   time of its next scheduled attempt; callers before it get the last
+ *   failure's error at once and do not wake the writer (0: no episode).
  * - Counters and the writer's timings are atomics, updated without a lock.
  * - The clock watch (clock_base, clock_armed, clock_ok_until, clock_held,
  *   clock_max_jump) and the episode
@@ -149,6 +155,8 @@ typedef struct SnowflakeShared
 	pg_atomic_uint32 adopt_wanted;	/* a caller waits for the writer to write an adoption */
 	pg_atomic_uint32 fail_errno;	/* the last failure: errno and step */
 	pg_atomic_uint32 fail_step;
+	pg_atomic_uint64 fail_until_ns;	/* failure episode: next attempt (monotonic ns); 0: none */
+	volatile bool standby_witness;	/* snowflake.standby names this data directory (F1/F2) */
 	void	   *volatile worker_latch;	/* the writer's latch, NULL when none runs */
 	char		pad3[PG_CACHE_LINE_SIZE];
 	/* The clock watch (watch.c): read on the hot path, written on changes. */
@@ -183,6 +191,9 @@ extern bool sf_sleep_until(int64 target_wall_ns, int64 deadline_mono_ns);
 /* statefile.c: the durable state file */
 #define SF_STATE_FILE		"snowflake.state"
 #define SF_STATE_TMP_FILE	"snowflake.state.tmp"
+/* The standby witness (statefile.c): this data directory streamed as a standby. */
+#define SF_WITNESS_FILE		"snowflake.standby"
+#define SF_WITNESS_TMP_FILE	"snowflake.standby.tmp"
 
 typedef struct SnowflakeStateImage
 {
@@ -238,6 +249,8 @@ extern SnowflakeStateResult sf_statefile_write(const SnowflakeStateImage *img);
 extern void sf_write_step_text(SnowflakeWriteStep step, const char **action, const char **path);
 extern bool sf_datadir_identity(SnowflakeIdentity *id);
 extern bool sf_identity_same(const SnowflakeIdentity *a, const SnowflakeIdentity *b);
+extern bool sf_witness_names_self(const SnowflakeIdentity *self);
+extern bool sf_witness_write(const SnowflakeIdentity *self);
 extern char *sf_identity_text(const SnowflakeIdentity *id);
 
 /* wal.c: the mark in WAL, for standbys and crash recovery */
@@ -254,6 +267,11 @@ extern void sf_wal_log_mark(uint64 mark_tick);
  * the clock) must not refuse it.  A stalled write is still refused after it.
  */
 #define SF_MARK_GRACE_MS	200
+
+/* adopt_wanted */
+#define SF_ADOPT_NONE		0
+#define SF_ADOPT_WANTED		1
+#define SF_ADOPT_WRITING	2
 
 extern void sf_mark_startup(SnowflakeShared *shared);
 extern void sf_mark_shutdown(SnowflakeShared *shared);

@@ -197,7 +197,8 @@ sf_statefile_read_path(const char *path, bool any_system, SnowflakeStateImage *i
 	int			save_errno;
 
 	memset(img, 0, sizeof(*img));
-	fd = BasicOpenFile(path, O_RDONLY | PG_BINARY);
+	/* O_NONBLOCK: a FIFO planted in its place must not block the open (F8). */
+	fd = BasicOpenFile(path, O_RDONLY | O_NONBLOCK | PG_BINARY);
 	if (fd < 0)
 	{
 		struct stat st;
@@ -207,6 +208,24 @@ sf_statefile_read_path(const char *path, bool any_system, SnowflakeStateImage *i
 		if (save_errno == ENOENT && lstat(path, &st) != 0 && errno == ENOENT)
 			return SF_READ_MISSING;
 		return sf_unreadable(why, whylen, "open", save_errno);
+	}
+
+	{
+		struct stat st;
+
+		if (fstat(fd, &st) != 0)
+		{
+			save_errno = errno;
+			close(fd);
+			return sf_unreadable(why, whylen, "stat", save_errno);
+		}
+		if (!S_ISREG(st.st_mode))
+		{
+			close(fd);
+			snprintf(why, whylen, "It is not a regular file (a FIFO, device or directory); remove what is there and "
+					 "put back the state file.");
+			return SF_READ_UNREADABLE;
+		}
 	}
 
 	/* Read one byte more than the largest layout, to notice a file that is too long. */
@@ -356,7 +375,14 @@ sf_statefile_write(const SnowflakeStateImage *img)
 		file.flags |= SF_STATE_CLEAN;
 	file.crc = sf_crc(&file, offsetof(SnowflakeStateFile, crc));
 
-	fd = BasicOpenFile(SF_STATE_TMP_FILE, O_WRONLY | O_CREAT | O_TRUNC | PG_BINARY);
+	/*
+	 * The temporary file is ours alone: remove whatever is there (a FIFO or a
+	 * symbolic link planted in its place would block or redirect the write,
+	 * F8) and create it afresh.
+	 */
+	if (unlink(SF_STATE_TMP_FILE) != 0 && errno != ENOENT)
+		return sf_fail(SF_STEP_CREATE);
+	fd = BasicOpenFile(SF_STATE_TMP_FILE, O_WRONLY | O_CREAT | O_EXCL | PG_BINARY);
 	if (fd < 0)
 		return sf_fail(SF_STEP_CREATE);
 
@@ -422,4 +448,84 @@ sf_write_step_text(SnowflakeWriteStep step, const char **action, const char **pa
 			*action = "write";
 			break;
 	}
+}
+
+/*
+ * The standby witness, snowflake.standby: written by the reservation writer
+ * of a server in standby mode while its WAL receiver streams from a primary,
+ * naming this data directory (its identity) and cluster.  snowflake.failover_adopt
+ * adopts only where this file names the data directory itself: a copy of it
+ * (a base backup of a promoted standby) names another directory, and a data
+ * directory that only ever ran archive recovery, or standby mode with no
+ * primary to stream from, has none (attack on issue 19, F1/F2).
+ */
+typedef struct SnowflakeWitnessFile
+{
+	uint32		magic;
+	uint32		version;
+	uint64		sysid;
+	uint64		ino;
+	int64		btime_sec;
+	uint32		btime_nsec;
+	uint32		has_btime;
+	uint32		crc;
+	uint32		pad0;
+} SnowflakeWitnessFile;
+
+StaticAssertDecl(sizeof(SnowflakeWitnessFile) == 48, "witness layout must not have padding");
+
+#define SF_WITNESS_MAGIC	0x53465753	/* "SWFS" */
+
+static void
+sf_witness_fill(SnowflakeWitnessFile *w, const SnowflakeIdentity *self)
+{
+	memset(w, 0, sizeof(*w));
+	w->magic = SF_WITNESS_MAGIC;
+	w->version = 1;
+	w->sysid = GetSystemIdentifier();
+	w->ino = self->ino;
+	w->has_btime = self->has_btime ? 1 : 0;
+	w->btime_sec = self->btime_sec;
+	w->btime_nsec = self->btime_nsec;
+	w->crc = sf_crc(w, offsetof(SnowflakeWitnessFile, crc));
+}
+
+/* Whether snowflake.standby names this data directory (self) of this cluster. */
+bool
+sf_witness_names_self(const SnowflakeIdentity *self)
+{
+	SnowflakeWitnessFile w;
+	SnowflakeWitnessFile want;
+	int			fd;
+	ssize_t		len;
+
+	fd = BasicOpenFile(SF_WITNESS_FILE, O_RDONLY | O_NONBLOCK | PG_BINARY);
+	if (fd < 0)
+		return false;
+	len = read(fd, &w, sizeof(w));
+	close(fd);
+	if (len != sizeof(w))
+		return false;
+	sf_witness_fill(&want, self);
+	return memcmp(&w, &want, sizeof(w)) == 0;
+}
+
+/* Write snowflake.standby naming this data directory; returns whether it is durable. */
+bool
+sf_witness_write(const SnowflakeIdentity *self)
+{
+	SnowflakeWitnessFile w;
+	int			fd;
+	bool		ok;
+
+	sf_witness_fill(&w, self);
+	if (unlink(SF_WITNESS_TMP_FILE) != 0 && errno != ENOENT)
+		return false;
+	fd = BasicOpenFile(SF_WITNESS_TMP_FILE, O_WRONLY | O_CREAT | O_EXCL | PG_BINARY);
+	if (fd < 0)
+		return false;
+	ok = write(fd, &w, sizeof(w)) == sizeof(w) && pg_fsync(fd) == 0;
+	if (close(fd) != 0)
+		ok = false;
+	return ok && durable_rename(SF_WITNESS_TMP_FILE, SF_WITNESS_FILE, DEBUG1) == 0;
 }

@@ -54,6 +54,7 @@ $s->restart;
 
 # The primary dies; the standby, its clock an hour behind the primary's, is promoted.
 $p->kill9;
+$s->wait_witness;
 $s->node->promote;
 $s->node->poll_query_until('postgres', 'SELECT NOT pg_is_in_recovery()');
 

@@ -92,6 +92,7 @@ cmp_ok($reserved, '>=', id_unix_ms($max), 'the standby\'s durable mark covers ev
 
 # The primary dies; the standby, its clock an hour behind, is promoted.
 $p->kill9;
+$s->wait_witness;
 $s->node->promote;
 $s->node->poll_query_until('postgres', 'SELECT NOT pg_is_in_recovery()');
 $s->next_refused('promoted standby, clock an hour behind the old primary',

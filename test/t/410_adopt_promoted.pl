@@ -63,7 +63,7 @@ is($c->query('SHOW snowflake.failover_adopt'), 'on', 'the copy carries failover_
 is($c->query('SELECT pg_is_in_recovery()'), 'f', 'the copy runs as a primary of its own');
 my $r = $c->next_refused('a base backup started on its own, failover_adopt = on', undef,
 	message => qr/this data directory is a copy/);
-like($r->{detail}, qr/only after this server was promoted/, 'the detail says failover_adopt waits for a promotion');
+like($r->{detail}, qr/only after this data directory streamed from a primary as a standby and was then promoted/, 'the detail says failover_adopt waits for a standby\'s promotion');
 $c->refused('SELECT snowflake_next_n(10)', 'the copy, snowflake_next_n', message => qr/is a copy/);
 is($c->query('SELECT state FROM snowflake_state()'), 'copy', 'the copy stays a copy');
 unlike(slurp_file($c->node->logfile), qr/node state adopted/, 'the copy did not adopt the node state');
@@ -79,6 +79,7 @@ $p->query('INSERT INTO t SELECT snowflake_next() FROM generate_series(1, 1000)')
 my $max = $p->query('SELECT max(id) FROM t');
 $p->node->wait_for_catchup($s->node, 'replay');
 $p->kill9;
+$s->wait_witness;
 $s->node->promote;
 $s->node->poll_query_until('postgres', 'SELECT NOT pg_is_in_recovery()');
 is(file_timeline($s), 1, 'before its first ID the promoted standby\'s file still records timeline 1 (replayed)');

@@ -44,8 +44,8 @@ my $out = $bg->query('SELECT snowflake_adopt_state()');
 my $r = SnowflakeTest::parse_error({ stderr => $bg->{stderr} });
 is($r->{sqlstate}, '55000', 'stalled disk: adoption is refused within max_wait_ms (55000), not adopted by the session')
   or diag("stdout: $out, stderr: $bg->{stderr}");
-like($r->{message} // '', qr/adoption of the snowflake node state could not be written within snowflake\.max_wait_ms \(200 ms\)/,
-	'the error says the adoption was not written in time');
+like($r->{message} // '', qr/adoption of the snowflake node state (could not be written within snowflake\.max_wait_ms \(200 ms\)|is being written and will take effect when the write completes)/,
+	'the error says the adoption was not written in time (480 checks that what it says holds)');
 $bg->{stderr} = '';
 
 # A cancel ends a long wait at once.
@@ -65,8 +65,8 @@ my $session_fsyncs = () = slurp_file("$dir/stall.strace") =~ /^$pid\s+f(data)?sy
 is($session_fsyncs, 0, 'the session made no fsync of its own');
 
 $bg->query_safe('SET snowflake.max_wait_ms = 60000');
-is($bg->query_safe('SELECT snowflake_adopt_state()'), 't', 'the disk back: the copy is adopted');
-is($c->query('SELECT state FROM snowflake_state()'), 'ok', 'and owns the node state');
+like($bg->query_safe('SELECT snowflake_adopt_state()'), qr/^[tf]$/, 'the disk back: the copy is adopted (by this call, or by the write the writer had begun)');
+ok($c->node->poll_query_until('postgres', 'SELECT state FROM snowflake_state()', 'ok'), 'and owns the node state');
 like(slurp_file($c->node->logfile), qr/snowflake node state adopted by this data directory/, 'the adoption is logged');
 $c->ids('SELECT snowflake_next() FROM generate_series(1, 100)', 'the adopted copy, its own node', count => 100);
 $bg->quit;

@@ -89,7 +89,8 @@ sub new
 	if ($params{from_backup})
 	{
 		my ($primary, $backup) = @{ $params{from_backup} };
-		$node->init_from_backup($primary->node, $backup, has_streaming => $params{standby} // 1);
+		$node->init_from_backup($primary->node, $backup, has_streaming => $params{standby} // 1,
+			has_restoring => $params{restoring} // 0, standby => $params{standby} // 1);
 	}
 	else
 	{
@@ -193,6 +194,20 @@ sub restart
 }
 
 sub stop  { my ($self, @args) = @_; return $self->{node}->stop(@args); }
+
+# Waits until the reservation writer of a streaming standby has written the
+# standby witness (snowflake.standby), which snowflake.failover_adopt needs.
+sub wait_witness
+{
+	my ($self) = @_;
+	my $w = $self->data_dir . '/snowflake.standby';
+	for (1 .. 100 * $PostgreSQL::Test::Utils::timeout_default)
+	{
+		return 1 if -e $w;
+		usleep(10_000);
+	}
+	croak "no standby witness in " . $self->data_dir;
+}
 
 # SIGKILL to the postmaster; returns once every server process that was there
 # has exited (so that a new start does not find the old shared memory in use),
