@@ -494,7 +494,7 @@ sf_mark_await(int64 need_tick, int64 deadline_ns)
 		pg_read_barrier();
 		if (need_tick <= (int64) pg_atomic_read_u64(&sf_shared->reserved))
 			break;
-		if (pg_atomic_read_u64(&sf_shared->write_failures) != failures)
+		if (pg_atomic_read_u64(&sf_shared->write_failures) != failures)	/* a write failed */
 		{
 			int			save_errno;
 			SnowflakeWriteStep step;
@@ -535,7 +535,7 @@ sf_mark_await(int64 need_tick, int64 deadline_ns)
 			continue;
 
 		left = deadline_ns - sf_mono_ns();
-		if (left <= 0)
+		if (left <= 0)	/* the deadline passed */
 		{
 			if (prepared)
 				ConditionVariableCancelSleep();
@@ -759,7 +759,7 @@ sf_mark_load(SnowflakeShared *shared, SnowflakeStateImage *out)
 
 	shared->file_tli = img.timeline;
 	shared->floor = img.mark;
-	shared->clock_seen = img.wall_unix_ms > 0 ? (uint64) img.wall_unix_ms : 0;
+	shared->clock_seen = img.wall_unix_ms > 0 ? (uint64) img.wall_unix_ms : 0;	/* the clock at the last write */
 	if (sf_identity_same(&img.owner, &shared->self))
 	{
 		/* The same directory: record its identity as this build reads it, at the next write. */
@@ -808,7 +808,7 @@ sf_mark_startup(SnowflakeShared *shared)
 	sf_watch_startup(shared, found, &img);
 
 	/* The next ID of every node lies in the first ms after the mark. */
-	start_word = SF_WORD(shared->floor, SF_MAX_SEQUENCE);
+	start_word = SF_WORD(shared->floor, SF_MAX_SEQUENCE);	/* above the mark */
 	for (int i = 0; i < SF_NODE_COUNT; i++)
 	{
 		SnowflakeSlot *slot = &shared->slots[i].slot;
