@@ -18,7 +18,7 @@ use PostgreSQL::Test::Utils;
 use SnowflakeTest;
 use Test::More;
 
-my $p = SnowflakeTest->new('primary', allows_streaming => 1);
+my $p = SnowflakeTest->new('primary', allows_streaming => 1, clock => 'shim');
 my $arch = $p->node->archive_dir;
 make_path($arch);
 $p->node->append_conf('postgresql.conf', "archive_mode = on\narchive_command = 'cp %p \"$arch/%f\"'\n");
@@ -45,7 +45,7 @@ sub refuses_as_copy
 }
 
 # --- F1: archive recovery of a copy (recovery.signal), ending on a new timeline.
-my $a = SnowflakeTest->new('archive', from_backup => [ $p, 'b' ], standby => 0, restoring => 1);
+my $a = SnowflakeTest->new('archive', from_backup => [ $p, 'b' ], standby => 0, restoring => 1, clock => 'shim');
 $a->start;
 ok($a->node->poll_query_until('postgres', 'SELECT NOT pg_is_in_recovery()'), 'archive recovery ended');
 is($a->query("SELECT setting FROM pg_settings WHERE name = 'snowflake.failover_adopt'"), 'on', 'failover_adopt = on was copied');
@@ -53,7 +53,7 @@ refuses_as_copy($a, 'archive recovery of a copy');
 $a->stop;
 
 # --- F1 variant: a copy in standby mode with no primary, promoted.
-my $s = SnowflakeTest->new('nostream', from_backup => [ $p, 'b' ], standby => 0);
+my $s = SnowflakeTest->new('nostream', from_backup => [ $p, 'b' ], standby => 0, clock => 'shim');
 open my $fh, '>', $s->data_dir . '/standby.signal' or die;
 close $fh;
 $s->start;
@@ -64,7 +64,7 @@ refuses_as_copy($s, 'a promoted copy that never streamed');
 $s->stop;
 
 # --- F2: a base backup of a freshly promoted streaming standby.
-my $c = SnowflakeTest->new('standby', from_backup => [ $p, 'b' ]);
+my $c = SnowflakeTest->new('standby', from_backup => [ $p, 'b' ], clock => 'shim');
 $c->start;
 ok($c->node->poll_query_until('postgres', 'SELECT status = \'streaming\' FROM pg_stat_wal_receiver'), 'the standby streams');
 my $w = $c->data_dir . '/snowflake.standby';
@@ -76,7 +76,7 @@ $c->node->promote;
 ok($c->node->poll_query_until('postgres', 'SELECT NOT pg_is_in_recovery()'), 'the standby promoted');
 is($c->query('SELECT state FROM snowflake_state()'), 'copy', 'no ID asked for yet: copy');
 $c->node->backup('c');
-my $d = SnowflakeTest->new('copy_of_promoted', from_backup => [ $c, 'c' ], standby => 0);
+my $d = SnowflakeTest->new('copy_of_promoted', from_backup => [ $c, 'c' ], standby => 0, clock => 'shim');
 $d->start;
 refuses_as_copy($d, 'a base backup of the promoted standby');
 $d->stop;
