@@ -1148,8 +1148,12 @@ BEGIN
                 USING ERRCODE = 'dependent_objects_still_exist',
                       DETAIL = 'Only its own session can recreate a temporary view, and the view blocks the type change.',
                       HINT = CASE WHEN v_pid = pg_backend_pid() THEN 'Drop the temporary view, migrate, then create it again.'
-                                  WHEN v_pid IS NOT NULL THEN format('Drop the view in that session, or end the session (SELECT pg_terminate_backend(%s)), then migrate.', v_pid)
-                                  ELSE 'Drop the view in its session, or end that session, then migrate.' END;
+                                  WHEN v_pid IS NOT NULL THEN format('If the session with pid %s still uses schema %s, drop the view there, or end the session (SELECT pg_terminate_backend(%s)). '
+                                                                     'If no session uses it any more (a session that crashed leaves its temporary schema behind, and its number goes to the next session, which then has that pid), '
+                                                                     'a superuser drops the schema: DROP SCHEMA %s CASCADE. Then migrate.',
+                                                                     v_pid, quote_ident(r.nspname), v_pid, quote_ident(r.nspname))
+                                  ELSE format('Drop the view in its session, or end that session; if no session uses schema %s any more (a session that crashed leaves it behind), '
+                                              'a superuser drops it: DROP SCHEMA %s CASCADE. Then migrate.', quote_ident(r.nspname), quote_ident(r.nspname)) END;
         END IF;
 
         -- A view that belongs to an extension cannot be dropped (and its re-creation would not
