@@ -29,6 +29,9 @@ $p->query('SELECT pg_reload_conf()');
 $p->ids('SELECT snowflake_next() FROM generate_series(1, 1000)', 'primary', count => 1000);
 $p->node->backup('b');
 $p->ids('SELECT snowflake_next() FROM generate_series(1, 1000)', 'primary after the backup', count => 1000);
+# Some WAL in the current segment first: at a segment's very start pg_switch_wal() does nothing,
+# and that segment would never be archived (seen when the IDs above needed no new mark).
+$p->query('CREATE TABLE wal_filler AS SELECT 1 AS x');
 my $seg = $p->query('SELECT pg_walfile_name(pg_current_wal_lsn())');
 $p->query('SELECT pg_switch_wal()');
 ok($p->node->poll_query_until('postgres', "SELECT last_archived_wal >= '$seg' FROM pg_stat_archiver"), 'WAL archived');
