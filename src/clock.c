@@ -12,6 +12,7 @@
 #include "postgres.h"
 
 #include <sys/prctl.h>
+#include <sys/timex.h>
 #include <time.h>
 
 #include "miscadmin.h"
@@ -72,6 +73,23 @@ sf_mono_ns(void)
 
 	INSTR_TIME_SET_CURRENT(now);
 	return (int64) INSTR_TIME_GET_NANOSEC(now);
+}
+
+/*
+ * Whether the kernel says a time service keeps the wall clock synchronized
+ * (adjtimex, read only: no privilege).  After a boot, and after anyone sets
+ * the clock by hand, the kernel reports it unsynchronized until a time
+ * service (chrony, ntpd, systemd-timesyncd) has set and disciplined it.
+ */
+bool
+sf_clock_synchronized(void)
+{
+	struct timex tx;
+	int			state;
+
+	memset(&tx, 0, sizeof(tx));
+	state = adjtimex(&tx);
+	return state != -1 && state != TIME_ERROR && (tx.status & STA_UNSYNC) == 0;
 }
 
 /* The boot clock, ns: never stepped, and it counts a suspended machine's sleep. */

@@ -380,7 +380,8 @@ sf_mark_writer_look(void)
 	 * caller that saw it first could not take the lock).
 	 */
 	(void) sf_watch_look(sf_wall_ns(), &held_ms, false);
-	if ((pg_atomic_read_u64(&sf_shared->clock_held) != 0) !=
+	if (sf_watch_sync() || pg_atomic_exchange_u32(&sf_shared->clock_sync_unrecorded, 0) != 0 ||
+		(pg_atomic_read_u64(&sf_shared->clock_held) != 0) !=
 		(pg_atomic_read_u32(&sf_shared->clock_held_recorded) != 0))
 		sf_mark_record_hold(true);
 

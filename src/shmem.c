@@ -63,6 +63,8 @@ sf_shmem_init(void)
 	pg_atomic_init_u64(&sf_shared->fail_until_ns, 0);
 	pg_atomic_init_u64(&sf_shared->clock_ok_until, (uint64) PG_INT64_MIN);
 	pg_atomic_init_u32(&sf_shared->clock_armed, 0);
+	pg_atomic_init_u32(&sf_shared->clock_unsynced, 0);
+	pg_atomic_init_u32(&sf_shared->clock_sync_unrecorded, 0);
 	pg_atomic_init_u32(&sf_shared->clock_held_tol, 0);
 	pg_atomic_init_u64(&sf_shared->clock_base, 0);
 	pg_atomic_init_u64(&sf_shared->clock_held, 0);

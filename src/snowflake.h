@@ -167,6 +167,8 @@ typedef struct SnowflakeShared
 	pg_atomic_uint32 clock_armed;	/* 0: the base still follows the clock up */
 	pg_atomic_uint32 clock_held_tol;	/* max_clock_jump_ms when the hold began */
 	pg_atomic_uint32 clock_held_recorded;	/* the state file records a hold (under lock) */
+	pg_atomic_uint32 clock_unsynced;	/* armed while the kernel said unsynchronized, not synchronized since (W7) */
+	pg_atomic_uint32 clock_sync_unrecorded;	/* W7 took a synchronization in: the writer records it */
 	bool		has_boot_id;	/* boot_id is known (set at start-up) */
 	uint8		boot_id[16];	/* the kernel's boot_id at start-up */
 	char		pad4[PG_CACHE_LINE_SIZE];
@@ -186,6 +188,7 @@ extern int64 sf_wall_ns(void);
 extern int64 sf_wall_unix_ms(void);
 extern int64 sf_mono_ns(void);
 extern int64 sf_boot_ns(void);
+extern bool sf_clock_synchronized(void);
 extern bool sf_sleep_until(int64 target_wall_ns, int64 deadline_mono_ns);
 
 /* statefile.c: the durable state file */
@@ -205,6 +208,7 @@ typedef struct SnowflakeStateImage
 	/* Version 3: the clock watch's trusted offset, for a start on the same boot. */
 	bool		clock_armed;	/* clock_base_ns is trusted (the watch armed) */
 	int64		clock_base_ns;	/* trusted wall - boot clock, ns */
+	bool		clock_unsynced;	/* the watch armed on a clock no time service had synchronized yet (W7) */
 	bool		has_boot_id;
 	uint8		boot_id[16];	/* the kernel's boot_id when written */
 	uint32		timeline;		/* this data directory's timeline when written; 0: unknown */
@@ -298,6 +302,7 @@ extern SnowflakeWatchEvent sf_watch_look(int64 wall_ns, int64 *held_ms, bool gen
 extern void sf_watch_image(SnowflakeStateImage *img);
 extern int64 sf_watch_trusted_ms(void);
 extern int64 sf_watch_accept(void);
+extern bool sf_watch_sync(void);
 extern void sf_watch_startup(SnowflakeShared *shared, bool found, const SnowflakeStateImage *img);
 
 /*

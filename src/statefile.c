@@ -35,6 +35,7 @@
 #define SF_STATE_HELD		0x4			/* generation held for a forward clock jump */
 #define SF_STATE_ARMED		0x8			/* v3: clock_base_ns is the watch's trusted offset */
 #define SF_STATE_BOOT_ID	0x10		/* v3: boot_id is known */
+#define SF_STATE_UNSYNCED	0x20		/* v3: the watch armed on an unsynchronized clock (W7) */
 
 /*
  * Version 3 on disk: version 2 with, appended before the crc, the clock
@@ -262,6 +263,7 @@ sf_statefile_read_path(const char *path, bool any_system, SnowflakeStateImage *i
 		img->clock_armed = (file.flags & SF_STATE_ARMED) != 0;
 		img->clock_base_ns = file.clock_base_ns;
 		img->has_boot_id = (file.flags & SF_STATE_BOOT_ID) != 0;
+		img->clock_unsynced = (file.flags & SF_STATE_UNSYNCED) != 0;
 		memcpy(img->boot_id, file.boot_id, sizeof(img->boot_id));
 		img->timeline = file.timeline;
 	}
@@ -365,6 +367,8 @@ sf_statefile_write(const SnowflakeStateImage *img)
 		file.flags |= SF_STATE_HELD;
 	if (img->clock_armed)
 		file.flags |= SF_STATE_ARMED;
+	if (img->clock_unsynced)
+		file.flags |= SF_STATE_UNSYNCED;
 	if (img->has_boot_id)
 	{
 		file.flags |= SF_STATE_BOOT_ID;

@@ -27,6 +27,14 @@
  *     plausible (past the epoch and past the state file's time).  A clock
  *     that is behind at start is corrected without a hold.
  *  W6 Accepting the clock never lowers the trusted offset.
+ *  W7 The first synchronization by a time service is a correction: when the
+ *     watch arms (W5) while the kernel reports the clock unsynchronized (after
+ *     a boot no time service has synchronized it yet), the lead the clock has
+ *     over the trusted time once the kernel reports it synchronized is taken
+ *     in, and a hold for it ends, once; from then on steps are held as W1
+ *     says.  The writer looks every second (W3), so a later step is judged
+ *     against the synchronized time.  A kernel that never reports the clock
+ *     synchronized (no time service) keeps W1 as it is.
  *
  * Cost: a call whose wall clock reading is at or below clock_ok_until reads
  * no other clock.  A look raises it to the trusted time plus the tolerance:
@@ -96,8 +104,59 @@ sf_watch_base(int64 offset, int64 wall_ns, bool generating)
 		;
 	if (generating && wall_ns / SF_NS_PER_MS >= SF_EPOCH_UNIX_MS &&
 		wall_ns / SF_NS_PER_MS >= (int64) sf_shared->clock_seen)
+	{
+		/* Once per arming: is this clock one a time service may still correct (W7)? */
+		pg_atomic_write_u32(&sf_shared->clock_unsynced, sf_clock_synchronized() ? 0 : 1);
 		pg_atomic_write_u32(&sf_shared->clock_armed, 1);
+	}
 	return Max(offset, (int64) base);
+}
+
+/*
+ * W7: the watch armed on a clock no time service had synchronized, and the
+ * kernel now reports it synchronized: the clock's lead over the trusted time
+ * is the service's correction.  The trusted offset rises to the clock's (never
+ * lowers, W6) and a hold ends; the one process whose compare-and-swap clears
+ * the flag does it and says so.  Returns whether it did (the caller records
+ * the new trusted time).  Cheap when the flag is clear: one atomic read.
+ */
+bool
+sf_watch_sync(void)
+{
+	uint32		unsynced = pg_atomic_read_u32(&sf_shared->clock_unsynced);
+	int64		offset;
+	uint64		base;
+	uint64		held;
+	int64		lead_ms;
+
+	if (likely(unsynced == 0) || pg_atomic_read_u32(&sf_shared->clock_armed) == 0 ||
+		!sf_clock_synchronized() ||
+		!pg_atomic_compare_exchange_u32(&sf_shared->clock_unsynced, &unsynced, 0))
+		return false;
+
+	offset = sf_wall_ns() - sf_boot_ns();
+	base = pg_atomic_read_u64(&sf_shared->clock_base);
+	lead_ms = sf_step_ms(offset - (int64) base);
+	while (offset > (int64) base &&
+		   !pg_atomic_compare_exchange_u64(&sf_shared->clock_base, &base, (uint64) offset))
+		;
+	pg_atomic_write_u64(&sf_shared->clock_ok_until, (uint64) PG_INT64_MIN);
+	pg_atomic_write_u32(&sf_shared->clock_sync_unrecorded, 1);
+	held = pg_atomic_read_u64(&sf_shared->clock_held);
+	if (held != 0 && pg_atomic_compare_exchange_u64(&sf_shared->clock_held, &held, 0))
+		ereport(WARNING,
+				(errmsg("snowflake: a time service synchronized the system clock, which it had not synchronized when the watch armed: "
+						"its %lld ms forward step is taken as the correction of a clock that was behind, and generation resumes at the new time",
+						(long long) held)));
+	else if (lead_ms > 0)
+		ereport(LOG,
+				(errmsg("snowflake: a time service synchronized the system clock, which it had not synchronized when the watch armed: "
+						"its %lld ms lead over the time trusted is taken as the correction; forward steps are held from here on",
+						(long long) lead_ms)));
+	else
+		ereport(LOG,
+				(errmsg("snowflake: a time service synchronized the system clock; forward steps are held from here on")));
+	return true;
 }
 
 /* The clock's lead over the trusted time, whole ms, from a fresh reading. */
@@ -160,10 +219,15 @@ sf_watch_look(int64 wall_ns, int64 *held_ms, bool generating)
 		if (likely(held != 0))
 			return SF_WATCH_SAME;
 
-		/* Begin a hold only on a fresh reading (W4). */
+		/* Begin a hold only on a fresh reading (W4), and not for a time service's first synchronization (W7). */
 		step_ms = sf_watch_fresh_step_ms();
 		if (step_ms <= tol_ms)
 			return SF_WATCH_SAME;	/* it came back meanwhile; this call still refuses */
+		if (sf_watch_sync())
+		{
+			*held_ms = 0;
+			return SF_WATCH_RELEASED;	/* the caller records the new trusted time */
+		}
 		*held_ms = step_ms;
 		pg_atomic_write_u64(&sf_shared->clock_ok_until, (uint64) PG_INT64_MIN);
 		if (!pg_atomic_compare_exchange_u64(&sf_shared->clock_held, &held, (uint64) step_ms))
@@ -233,6 +297,7 @@ sf_watch_image(SnowflakeStateImage *img)
 	img->held = ahead || pg_atomic_read_u64(&sf_shared->clock_held) != 0;
 	img->clock_armed = armed;
 	img->clock_base_ns = armed ? base : Max(base, wall_ns - boot);
+	img->clock_unsynced = armed && pg_atomic_read_u32(&sf_shared->clock_unsynced) != 0;
 	img->has_boot_id = sf_shared->has_boot_id;
 	memcpy(img->boot_id, sf_shared->boot_id, sizeof(img->boot_id));
 }
@@ -342,6 +407,7 @@ sf_watch_startup(SnowflakeShared *shared, bool found, const SnowflakeStateImage 
 		int64		step_ms = sf_step_ms(offset - img->clock_base_ns);
 
 		pg_atomic_write_u64(&shared->clock_base, (uint64) img->clock_base_ns);
+		pg_atomic_write_u32(&shared->clock_unsynced, img->clock_unsynced ? 1 : 0);
 		pg_atomic_write_u32(&shared->clock_armed, 1);
 		if (tol_ms > 0 && step_ms > tol_ms)
 		{
@@ -356,6 +422,7 @@ sf_watch_startup(SnowflakeShared *shared, bool found, const SnowflakeStateImage 
 	{
 		/* A hold recorded before a reboot (or by an older version): its time is trusted again. */
 		pg_atomic_write_u64(&shared->clock_base, (uint64) (seen_ns - boot));
+		pg_atomic_write_u32(&shared->clock_unsynced, sf_clock_synchronized() ? 0 : 1);
 		pg_atomic_write_u32(&shared->clock_armed, 1);
 		ereport(LOG,
 				(errmsg("snowflake: the state file records generation held for a forward clock jump; "
@@ -370,6 +437,7 @@ sf_watch_startup(SnowflakeShared *shared, bool found, const SnowflakeStateImage 
 		if (seen_ns != PG_INT64_MIN && seen_ns - boot > start)
 			start = seen_ns - boot;
 		pg_atomic_write_u64(&shared->clock_base, (uint64) start);
+		pg_atomic_write_u32(&shared->clock_unsynced, 0);
 		pg_atomic_write_u32(&shared->clock_armed, 0);
 	}
 }

@@ -115,6 +115,9 @@ snowflake.machine_id = 1
 		shim => ($params{clock} // '') eq 'shim' ? clock_shim() : undef,
 	}, $class;
 	$self->set_clock('+0');
+	# Under the shim the kernel's clock is unsynchronized unless a test says
+	# otherwise: the same on every machine, whether or not a time service runs.
+	$self->set_clock_sync('unsynchronized') if $self->{shim};
 	return $self;
 }
 
@@ -151,7 +154,8 @@ sub _faketime_env
 	my %extra = %{ $self->{env} // {} };
 	return (%extra,
 		LD_PRELOAD => join(' ', @{ $self->{preload} // [] }, $self->{shim}),
-		SF_CLOCK_SHIM_FILE => $self->{clock_file})
+		SF_CLOCK_SHIM_FILE => $self->{clock_file},
+		SF_CLOCK_SHIM_SYNC => "$self->{clock_file}.sync")
 	  if $self->{shim};
 	# Ours first: libfaketime wraps stat() too, and hands on to the next one.
 	my $preload = join ' ', @{ $self->{preload} // [] }, $FAKETIME_LIB;
@@ -269,6 +273,31 @@ that a read during the write is retried.
 =cut
 
 sub set_clock_ms    { my ($self, $ms) = @_; return $self->_shim_write('O', $ms); }
+
+# Under the clock shim: what adjtimex() tells the server of the kernel's clock
+# synchronization from now on: 'synchronized', 'unsynchronized', or undef for
+# the kernel's own answer.
+sub set_clock_sync
+{
+	my ($self, $state) = @_;
+	croak 'not under the clock shim' unless $self->{shim};
+	my $file = "$self->{clock_file}.sync";
+	if (!defined $state)
+	{
+		unlink $file;
+	}
+	else
+	{
+		croak "clock sync: \"$state\" is neither synchronized nor unsynchronized"
+		  unless $state =~ /^(synchronized|unsynchronized)$/;
+		open my $fh, '>', "$file.tmp" or croak "could not write $file.tmp: $!";
+		print $fh substr($state, 0, 1) eq 's' ? "s\n" : "u\n";
+		close $fh or croak "could not close $file.tmp: $!";
+		rename "$file.tmp", $file or croak "could not rename $file.tmp: $!";
+	}
+	note "$self->{name}: kernel clock synchronization: " . ($state // 'the kernel\'s');
+	return;
+}
 sub freeze_clock_ms { my ($self, $ms) = @_; return $self->_shim_write('F', $ms); }
 
 sub _shim_write
