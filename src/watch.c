@@ -339,7 +339,8 @@ sf_watch_accept(void)
 		ereport(WARNING,
 				(errmsg("snowflake: the system clock's %lld ms forward jump was accepted with snowflake_accept_clock(): generation resumes at the new time",
 						(long long) held)));
-	return was_armed ? sf_floor_ms(Max(offset - old, 0)) : 0;
+	/* Rounded as the hold's lead is, so that the two name the same ms. */
+	return was_armed ? Max(sf_step_ms(offset - old), 0) : 0;
 }
 
 /* The kernel's boot id (random per boot), parsed into 16 bytes; false if unknown. */

@@ -112,7 +112,11 @@ $t = behind('[6] never synchronized', 'unsynchronized');
 $t->set_clock_ms(0);
 $t->refused('SELECT snowflake_next();', '[6] a step on a kernel that never synchronizes is held', message => $JUMP);
 sleep 2;    # the writer looks every second: it must not end the hold
-$t->refused('SELECT snowflake_next();', '[6] still held after the writer looked', message => $JUMP);
+my $r = $t->refused('SELECT snowflake_next();', '[6] still held after the writer looked', message => $JUMP);
+my ($held_ms) = $r->{message} =~ /jumped (\d+) ms forward/;
+is($t->query('SELECT snowflake_accept_clock()'), $held_ms,
+	'[6] snowflake_accept_clock() returns the ms the refusal named (both rounded alike)');
+$t->next_id('[6] after the accept');
 $t->stop;
 
 # --- 7. A clean restart, then a crash, on the same boot keep what the watch
