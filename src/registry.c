@@ -30,10 +30,13 @@
  */
 #include "postgres.h"
 
+#include <sys/mman.h>
+
 #include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "fmgr.h"
+#include "funcapi.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "postmaster/bgworker.h"
@@ -57,6 +60,7 @@ PGDLLEXPORT void snowflake_claimer_main(Datum main_arg);
 
 PG_FUNCTION_INFO_V1(snowflake_note_claim);
 PG_FUNCTION_INFO_V1(snowflake_note_release);
+PG_FUNCTION_INFO_V1(snowflake_claim_token);
 
 #define SF_NODE_DC(node)	((node) / (int) (SF_MAX_MACHINE + 1))
 #define SF_NODE_M(node)		((node) % (int) (SF_MAX_MACHINE + 1))
@@ -75,6 +79,7 @@ typedef struct SfPendingClaim
 	int64		bound_ms;		/* claim: no ID beyond this Unix ms */
 	int64		carried_ms;		/* claim: lift above this Unix ms before commit, or -1 */
 	uint64		expect_bound;	/* claim: the bound when it was noted; a fence since voids it */
+	bool		token_noted;	/* a claim token was issued for the row (snowflake_claim_token) */
 } SfPendingClaim;
 
 /* Set while the registry worker runs its claim: snowflake_note_claim() may run then. */
@@ -84,6 +89,33 @@ static SfPendingClaim *sf_pending = NULL;
 static int	sf_npending = 0;
 static int	sf_pending_size = 0;
 static bool sf_callbacks_registered = false;
+
+/*
+ * Claim tokens: the registry row names its holder as identity/token, and the
+ * token changes at every claim.  A block-level clone or snapshot of a holder
+ * has the same identity (system identifier, data directory inode and birth
+ * time), but not the tokens this postmaster issued: those live in memory that
+ * the postmaster maps at start-up, shared with every child it forks and kept
+ * across the re-initialisation of shared memory after a crash (so a crash
+ * restart renews as before), and lost with the postmaster (so a new start,
+ * or a copy, proves nothing).  The last SF_TOKEN_RING tokens noted count as
+ * this server's: a claim that committed remotely but not locally, or two
+ * claims of this server that overlapped, still renew.  claimed says, per
+ * node, that a claim of this postmaster committed; cloned, that a renewal
+ * found another token under this identity (fenced until the postmaster stops).
+ */
+#define SF_TOKEN_RING	16
+#define SF_NODE_WORDS	((SF_NODE_COUNT + 31) / 32)
+
+typedef struct SfTokens
+{
+	pg_atomic_uint32 next;
+	pg_atomic_uint32 claimed[SF_NODE_WORDS];
+	pg_atomic_uint32 cloned[SF_NODE_WORDS];
+	pg_atomic_uint64 tokens[SF_TOKEN_RING];
+} SfTokens;
+
+static SfTokens *sf_tokens = NULL;
 
 /* ---- the check where an ID is taken (called from sf_reserve) ---- */
 
@@ -172,7 +204,15 @@ sf_xact_callback(XactEvent event, void *arg)
 
 				if (c->release)
 					pg_atomic_write_u64(&slot->claim_until, 0);
-				else if (c->until_ms > sf_wall_unix_ms())
+				else if (c->token_noted && sf_tokens != NULL)
+				{
+					/*
+					 * The row now carries a token of this postmaster: from
+					 * here on, another token there means another server.
+					 */
+					pg_atomic_fetch_or_u32(&sf_tokens->claimed[c->node / 32], (uint32) 1 << (c->node % 32));
+				}
+				if (!c->release && c->until_ms > sf_wall_unix_ms())
 				{
 					uint64		expected = c->expect_bound;
 
@@ -368,30 +408,15 @@ snowflake_note_claim(PG_FUNCTION_ARGS)
 }
 
 /*
- * snowflake_note_release(datacenter_id, machine_id): fence the node at once (no
- * ID past the last one issued, kept even if this transaction rolls back), end its
- * lease at commit, and return the last ms any ID of the node issued here may
- * carry, for the registry row.
+ * Fence the node at once: no ID past the last one issued, until the next
+ * claim.  Returns the tick of the last ID.  No error, no allocation.
  */
-Datum
-snowflake_note_release(PG_FUNCTION_ARGS)
+static int64
+sf_fence_node(SnowflakeSlot *slot)
 {
-	int			node = sf_claim_node_arg(fcinfo, "snowflake_note_release()");
-	SnowflakeSlot *slot = &sf_shared->slots[node].slot;
-	SfPendingClaim claim = {0};
 	uint64		old;
-	int64		tick;
-	int64		bound;
-	int64		fence;
-
-	claim.subid = GetCurrentSubTransactionId();
-	claim.node = node;
-	claim.release = true;
-
-	/* The fence: for good, until the next claim (a rollback keeps it). */
-	sf_pending_add(&claim);
-	bound = (int64) pg_atomic_read_u64(&slot->claim_bound);
-	fence = Min(bound, SF_WORD_TICK(pg_atomic_read_u64(&slot->word)) + SF_EPOCH_UNIX_MS);
+	int64		bound = (int64) pg_atomic_read_u64(&slot->claim_bound);
+	int64		fence = Min(bound, SF_WORD_TICK(pg_atomic_read_u64(&slot->word)) + SF_EPOCH_UNIX_MS);
 
 	/*
 	 * Always a new value (a claim noted before compares the bound it saw at
@@ -416,9 +441,188 @@ snowflake_note_release(PG_FUNCTION_ARGS)
 		if (old == sealed || pg_atomic_compare_exchange_u64(&slot->word, &old, sealed))
 			break;
 	}
-	tick = SF_WORD_TICK(old);
+	return SF_WORD_TICK(old);
+}
+
+/*
+ * snowflake_note_release(datacenter_id, machine_id): fence the node at once (no
+ * ID past the last one issued, kept even if this transaction rolls back), end its
+ * lease at commit, and return the last ms any ID of the node issued here may
+ * carry, for the registry row.
+ */
+Datum
+snowflake_note_release(PG_FUNCTION_ARGS)
+{
+	int			node = sf_claim_node_arg(fcinfo, "snowflake_note_release()");
+	SnowflakeSlot *slot = &sf_shared->slots[node].slot;
+	SfPendingClaim claim = {0};
+	int64		tick;
+
+	claim.subid = GetCurrentSubTransactionId();
+	claim.node = node;
+	claim.release = true;
+
+	/* The fence: for good, until the next claim (a rollback keeps it). */
+	sf_pending_add(&claim);
+	tick = sf_fence_node(slot);
 
 	PG_RETURN_INT64(tick + SF_EPOCH_UNIX_MS);
+}
+
+/*
+ * Map the claim tokens, in the postmaster (shared_preload_libraries), before
+ * any child is forked: every child inherits the mapping, and the postmaster
+ * keeps it when shared memory is made anew after a crash.
+ */
+void
+sf_registry_tokens_init(void)
+{
+	void	   *p;
+
+	if (sf_tokens != NULL)
+		return;
+	p = mmap(NULL, sizeof(SfTokens), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		ereport(FATAL,
+				(errcode(ERRCODE_OUT_OF_MEMORY),
+				 errmsg("could not map memory for snowflake's registry claim tokens: %m")));
+	sf_tokens = (SfTokens *) p;
+	pg_atomic_init_u32(&sf_tokens->next, 0);
+	for (int i = 0; i < SF_NODE_WORDS; i++)
+	{
+		pg_atomic_init_u32(&sf_tokens->claimed[i], 0);
+		pg_atomic_init_u32(&sf_tokens->cloned[i], 0);
+	}
+	for (int i = 0; i < SF_TOKEN_RING; i++)
+		pg_atomic_init_u64(&sf_tokens->tokens[i], 0);
+}
+
+static bool
+sf_token_bit(pg_atomic_uint32 *words, int node)
+{
+	return (pg_atomic_read_u32(&words[node / 32]) & ((uint32) 1 << (node % 32))) != 0;
+}
+
+/* Whether the token (16 hex digits) is one this postmaster issued. */
+static bool
+sf_token_ours(const char *text)
+{
+	uint64		token = 0;
+
+	if (text == NULL || strlen(text) != 16)
+		return false;
+	for (const char *c = text; *c; c++)
+	{
+		int			d;
+
+		if (*c >= '0' && *c <= '9')
+			d = *c - '0';
+		else if (*c >= 'a' && *c <= 'f')
+			d = *c - 'a' + 10;
+		else
+			return false;
+		token = (token << 4) | (uint64) d;
+	}
+	if (token == 0)
+		return false;
+	for (int i = 0; i < SF_TOKEN_RING; i++)
+		if (pg_atomic_read_u64(&sf_tokens->tokens[i]) == token)
+			return true;
+	return false;
+}
+
+/*
+ * snowflake_claim_token(datacenter_id, machine_id, held, claiming,
+ * OUT token text, OUT ours boolean): held is the claim token the registry row
+ * carries under this server's identity (null: the row names another server,
+ * or no token).  ours says whether this postmaster issued it.  With claiming,
+ * token is a new token for the row (noted as this server's, counting once
+ * this transaction commits); and a held token that is not ours, for a node
+ * this postmaster has held a claim on since it started, means that another
+ * server with this identity (a block-level clone or snapshot) or an edit
+ * renewed the claim: the node is fenced at once, and stays fenced, and
+ * refused, until the postmaster stops.  Superuser or the registry worker only.
+ */
+Datum
+snowflake_claim_token(PG_FUNCTION_ARGS)
+{
+	int			node;
+	char	   *held;
+	bool		claiming;
+	bool		ours;
+	TupleDesc	tupdesc;
+	Datum		values[2];
+	bool		nulls[2] = {false, false};
+
+	if (PG_ARGISNULL(3))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("claiming must not be null")));
+	node = sf_claim_node_arg(fcinfo, "snowflake_claim_token()");
+	if (!superuser() && !sf_claimer_active)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied for function snowflake_claim_token"),
+				 errdetail("Only a superuser, or snowflake.registry_role inside the registry worker's claim, may take a claim token.")));
+	if (sf_tokens == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("snowflake's registry claim tokens are not available"),
+				 errhint("Add snowflake to shared_preload_libraries and restart the server.")));
+	held = PG_ARGISNULL(2) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(2));
+	claiming = PG_GETARG_BOOL(3);
+	ours = sf_token_ours(held);
+
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	tupdesc = BlessTupleDesc(tupdesc);
+
+	if (claiming && (sf_token_bit(sf_tokens->cloned, node) ||
+					 (held != NULL && !ours && sf_token_bit(sf_tokens->claimed, node))))
+	{
+		bool		first = !sf_token_bit(sf_tokens->cloned, node);
+
+		/* Stop at once: another server may be generating under this node now. */
+		pg_atomic_fetch_or_u32(&sf_tokens->cloned[node / 32], (uint32) 1 << (node % 32));
+		(void) sf_fence_node(&sf_shared->slots[node].slot);
+		pg_atomic_write_u64(&sf_shared->slots[node].slot.claim_until, 0);
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("another server renewed this server's claim on datacenter %d, machine %d: a block-level clone or snapshot of this server may be running",
+						SF_NODE_DC(node), SF_NODE_M(node)),
+				 first ?
+				 errdetail("The registry row names this server's identity (system identifier, data directory inode and birth time) with claim token %s, which this server did not issue. "
+						   "A copy of this server made below the file system (a disk image, an LVM, ZFS or cloud-volume snapshot or clone) has the same identity; "
+						   "so does a server the row was edited for. This server stopped generating under the node, and claims it no more until it restarts.",
+						   held) :
+				 errdetail("Since this server found another claim token under its identity in the registry row, it generates nothing under the node and claims it no more until it restarts."),
+				 errhint("Stop the copy for good, or give it its own snowflake.datacenter_id and snowflake.machine_id. "
+						 "Then restart this server: it claims the node again once the copy's lease has ended.")));
+	}
+
+	if (claiming)
+	{
+		uint64		token = 0;
+		SfPendingClaim claim = {0};
+
+		while (token == 0)
+			if (!pg_strong_random(&token, sizeof(token)))
+				ereport(ERROR,
+						(errcode(ERRCODE_INTERNAL_ERROR),
+						 errmsg("could not generate a random claim token")));
+		pg_atomic_write_u64(&sf_tokens->tokens[pg_atomic_fetch_add_u32(&sf_tokens->next, 1) % SF_TOKEN_RING],
+							token);
+		claim.subid = GetCurrentSubTransactionId();
+		claim.node = node;
+		claim.carried_ms = -1;
+		claim.token_noted = true;
+		sf_pending_add(&claim);
+		values[0] = CStringGetTextDatum(psprintf("%016" INT64_MODIFIER "x", token));
+	}
+	else
+		nulls[0] = true;
+	values[1] = BoolGetDatum(ours);
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }
 
 /* ---- settings ---- */
@@ -532,7 +736,7 @@ sf_claimer_set(const char *name, const char *value)
  * (palloc'd in the caller's context) and *edata_out the error, if any.
  */
 static bool
-sf_claim_once(char **why, ErrorData **edata_out)
+sf_claim_once(bool release, char **why, ErrorData **edata_out)
 {
 	MemoryContext caller = CurrentMemoryContext;
 	volatile bool ok = false;
@@ -541,8 +745,12 @@ sf_claim_once(char **why, ErrorData **edata_out)
 
 	*why = NULL;
 	*edata_out = NULL;
-	/* A lock wait ends first (lock_timeout), any other stall by the statement timeout. */
-	snprintf(timeout, sizeof(timeout), "%d", Max(sf_registry_lease_ms / 5, 200));
+	/*
+	 * A lock wait ends first (lock_timeout), any other stall by the statement
+	 * timeout; a release at shutdown waits at most 5 s and 10 s.
+	 */
+	snprintf(timeout, sizeof(timeout), "%d",
+			 release ? Min(Max(sf_registry_lease_ms / 5, 200), 5000) : Max(sf_registry_lease_ms / 5, 200));
 	sf_claimer_set("lock_timeout", timeout);
 
 	SetCurrentStatementStartTimestamp();
@@ -550,7 +758,8 @@ sf_claim_once(char **why, ErrorData **edata_out)
 	PG_TRY();
 	{
 		/* SPI arms no statement timeout of its own: the whole claim gets one. */
-		enable_timeout_after(STATEMENT_TIMEOUT, Max(sf_registry_lease_ms / 4, 250));
+		enable_timeout_after(STATEMENT_TIMEOUT,
+							 release ? Min(Max(sf_registry_lease_ms / 4, 250), 10000) : Max(sf_registry_lease_ms / 4, 250));
 		SPI_connect();
 		PushActiveSnapshot(GetTransactionSnapshot());
 		pgstat_report_activity(STATE_RUNNING, "snowflake: claiming this server's node");
@@ -568,8 +777,11 @@ sf_claim_once(char **why, ErrorData **edata_out)
 		else
 		{
 			char	   *schema = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
-			char	   *sql = psprintf("SELECT %s.snowflake_claim_node($1::pg_catalog.regclass, "
-									   "pg_catalog.make_interval(secs => $2))", schema);
+			char	   *sql = release ?
+				psprintf("SELECT %s.snowflake_release_node($1::pg_catalog.regclass) "
+						 "WHERE $2 IS NOT NULL", schema) :
+				psprintf("SELECT %s.snowflake_claim_node($1::pg_catalog.regclass, "
+						 "pg_catalog.make_interval(secs => $2))", schema);
 			Oid			types[2] = {TEXTOID, FLOAT8OID};
 			Datum		values[2];
 			Oid			role = sf_registry_role_oid();
@@ -598,9 +810,17 @@ sf_claim_once(char **why, ErrorData **edata_out)
 			sf_claimer_active = false;
 			SetUserIdAndSecContext(save_userid, save_sec_context);
 			d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
-			if (isnull || TIMESTAMP_NOT_FINITE(DatumGetTimestampTz(d)))
-				elog(ERROR, "snowflake_claim_node() returned no lease");
-			until_ms = sf_timestamptz_to_unix_ms(DatumGetTimestampTz(d));
+			if (release)
+			{
+				if (isnull || !DatumGetBool(d))
+					elog(ERROR, "the registry does not name this server's claim");
+			}
+			else
+			{
+				if (isnull || TIMESTAMP_NOT_FINITE(DatumGetTimestampTz(d)))
+					elog(ERROR, "snowflake_claim_node() returned no lease");
+				until_ms = sf_timestamptz_to_unix_ms(DatumGetTimestampTz(d));
+			}
 			ok = true;
 		}
 
@@ -626,6 +846,8 @@ sf_claim_once(char **why, ErrorData **edata_out)
 
 	pgstat_report_activity(STATE_IDLE, NULL);
 	MemoryContextSwitchTo(caller);
+	if (release)
+		return ok;
 	if (ok && until_ms <= sf_wall_unix_ms())
 	{
 		*why = psprintf("the claim committed after its lease had ended (%lld ms ago): it does not count",
@@ -675,13 +897,64 @@ sf_claim_log_failure(const char *why, ErrorData *edata)
 	sf_failed_suppressed = 0;
 }
 
+/*
+ * SIGTERM (the server shuts down): end a claim in progress as a cancel would,
+ * then hand the claim back (sf_claimer_stop).
+ */
+static volatile sig_atomic_t sf_claimer_stopping = false;
+
+static void
+sf_claimer_sigterm(SIGNAL_ARGS)
+{
+	int			save_errno = errno;
+
+	sf_claimer_stopping = true;
+	InterruptPending = true;
+	QueryCancelPending = true;
+	SetLatch(MyLatch);
+	errno = save_errno;
+}
+
+/*
+ * At shutdown, release the node this postmaster holds a claim on, so that its
+ * next start takes it again at once: a new start cannot tell itself from a
+ * block-level copy, and waits out a lease it finds under its identity.  The
+ * release fences first (IDs still being taken are refused) and writes the
+ * last ms issued.  Copies started from a snapshot of the stopped server find
+ * the node free: the first claims it under a new token, the others find that
+ * token and wait.  A release that fails leaves the lease to run out.
+ */
+static void
+sf_claimer_stop(void)
+{
+	int			node = sf_datacenter_id * (int) (SF_MAX_MACHINE + 1) + sf_machine_id;
+	char	   *why;
+	ErrorData  *edata;
+
+	QueryCancelPending = false;
+	if (sf_datacenter_id >= 0 && sf_machine_id >= 0 && sf_tokens != NULL &&
+		sf_token_bit(sf_tokens->claimed, node) && !sf_token_bit(sf_tokens->cloned, node))
+	{
+		if (sf_claim_once(true, &why, &edata))
+			ereport(LOG,
+					(errmsg("snowflake released this server's node in registry \"%s\" at shutdown", sf_registry),
+					 errdetail("The next start of this server claims it again at once.")));
+		else
+			ereport(WARNING,
+					(errmsg("snowflake could not release this server's node in registry \"%s\" at shutdown: %s",
+							sf_registry, why ? why : edata->message),
+					 errdetail("The next start of this server claims the node only once the lease it holds now has ended.")));
+	}
+	proc_exit(0);
+}
+
 void
 snowflake_claimer_main(Datum main_arg)
 {
 	bool		failing = false;
 
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
-	pqsignal(SIGTERM, die);
+	pqsignal(SIGTERM, sf_claimer_sigterm);
 	BackgroundWorkerUnblockSignals();
 
 	BackgroundWorkerInitializeConnection(sf_registry_database, NULL, 0);
@@ -701,6 +974,8 @@ snowflake_claimer_main(Datum main_arg)
 	{
 		long		wait_ms;
 
+		if (sf_claimer_stopping)
+			sf_claimer_stop();
 		CHECK_FOR_INTERRUPTS();
 		if (ConfigReloadPending)
 		{
@@ -713,7 +988,7 @@ snowflake_claimer_main(Datum main_arg)
 			char	   *why;
 			ErrorData  *edata;
 
-			if (sf_claim_once(&why, &edata))
+			if (sf_claim_once(false, &why, &edata))
 			{
 				if (failing)
 					ereport(LOG,
@@ -726,6 +1001,8 @@ snowflake_claimer_main(Datum main_arg)
 				sf_failed_suppressed = 0;
 				wait_ms = sf_registry_lease_ms / 3;
 			}
+			else if (sf_claimer_stopping)
+				continue;		/* cancelled by the shutdown: release */
 			else
 			{
 				sf_claim_log_failure(why, edata);
