@@ -559,7 +559,7 @@ snowflake_claim_token(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("claiming must not be null")));
 	node = sf_claim_node_arg(fcinfo, "snowflake_claim_token()");
-	if (!superuser() && !sf_claimer_active)
+	if (!sf_claimer_active && !superuser())
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("permission denied for function snowflake_claim_token"),
