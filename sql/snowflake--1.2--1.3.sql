@@ -313,6 +313,10 @@ BEGIN
                   HINT = 'If this server restarted, wait: it claims the node once that lease has ended. '
                          'If a copy of this server runs, stop it for good or give it its own snowflake.datacenter_id and snowflake.machine_id.';
     END IF;
+    IF tok.token IS NULL THEN
+        -- Its lease has ended: taken over like another server's row, under a token of this postmaster.
+        SELECT t.token INTO tok.token FROM @extschema@.snowflake_claim_token(dc, m, NULL, true) t;
+    END IF;
     IF n > 0 AND taking AND holder_until IS NULL THEN
         RAISE EXCEPTION 'registry row for datacenter %, machine % has no expires_at', dc, m
             USING ERRCODE = 'null_value_not_allowed',

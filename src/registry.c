@@ -104,7 +104,7 @@ static bool sf_callbacks_registered = false;
  * node, that a claim of this postmaster committed; cloned, that a renewal
  * found another token under this identity (fenced until the postmaster stops).
  */
-#define SF_TOKEN_RING	16
+#define SF_TOKEN_RING	64
 #define SF_NODE_WORDS	((SF_NODE_COUNT + 31) / 32)
 
 typedef struct SfTokens
@@ -599,6 +599,16 @@ snowflake_claim_token(PG_FUNCTION_ARGS)
 				 errhint("Stop the copy for good, or give it its own snowflake.datacenter_id and snowflake.machine_id. "
 						 "Then restart this server: it claims the node again once the copy's lease has ended.")));
 	}
+
+	/*
+	 * Under this server's identity with a token this postmaster did not
+	 * issue, and no claim of it since it started: a new start, or a copy.
+	 * No token yet: the claim decides (it waits while that lease lasts), and
+	 * asks again with held null to take the node over.  So rounds that only
+	 * wait issue no tokens that would push this server's out of the ring.
+	 */
+	if (claiming && held != NULL && !ours)
+		claiming = false;
 
 	if (claiming)
 	{
