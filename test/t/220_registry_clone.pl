@@ -191,4 +191,29 @@ ok(generates($h), 'and takes the node over once it has ended');
 my @after = $h->ids('SELECT snowflake_next() FROM generate_series(1, 5)', 'the holder after the clone', count => 5);
 cmp_ok($after[0], '>', $cid[-1], 'above every ID the clone issued');
 
+# An immediate shutdown releases nothing: the next start cannot tell itself
+# from a copy, and waits out its own lease (What a restart costs).
+my $row = $r->safe_psql('postgres', 'SELECT owner, expires_at FROM public.snowflake_registry');
+$h->stop('immediate');
+is($r->safe_psql('postgres', 'SELECT owner, expires_at FROM public.snowflake_registry'), $row,
+	'an immediate shutdown leaves the claim in the registry');
+$offset = -s $h->node->logfile;
+$h->start;
+ok($h->node->wait_for_log(qr/is claimed under this server's identity with a claim token this server did not issue/, $offset),
+	'after an immediate shutdown the holder waits for its own lease');
+$h->next_refused('and generates nothing meanwhile', undef, message => qr/holds no current registry claim/);
+$h->set_clock_ms(3 * $LEASE_MS + 600_000);
+ok(generates($h), 'it claims the node again once that lease has ended');
+my @later = $h->ids('SELECT snowflake_next() FROM generate_series(1, 5)', 'the holder after its unclean restart', count => 5);
+cmp_ok($later[0], '>', $after[-1], 'above its own IDs');
+
+# A clean shutdown releases the node: the next start claims at once.
+$h->stop;
+like($r->safe_psql('postgres', 'SELECT expires_at FROM public.snowflake_registry'), qr/^-infinity$/,
+	'a clean shutdown releases the node');
+like(slurp_file($h->node->logfile), qr/snowflake released this server's node in registry "public.snowflake_registry" at shutdown/,
+	'and says so');
+$h->start;
+ok(generates($h), 'the next start claims it at once');
+
 done_testing();
