@@ -30,7 +30,9 @@
  */
 #include "postgres.h"
 
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "access/xact.h"
 #include "catalog/pg_type.h"
@@ -41,6 +43,7 @@
 #include "pgstat.h"
 #include "postmaster/bgworker.h"
 #include "postmaster/interrupt.h"
+#include "storage/fd.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
 #include "tcop/tcopprot.h"
@@ -116,6 +119,18 @@ typedef struct SfTokens
 } SfTokens;
 
 static SfTokens *sf_tokens = NULL;
+
+/*
+ * The postmaster's tokens, kept in the data directory from its exit (all its
+ * children have stopped: nothing generates or renews any more) to the next
+ * start, which takes them back and removes the file: so a restart of a server
+ * that stopped renews its claim at once.  A copy made of the stopped server
+ * has the same file; the registry row decides between such copies, since the
+ * first to renew replaces the token (the others then wait).  A copy made of a
+ * running server has no such file.
+ */
+#define SF_TOKEN_FILE		"snowflake.claim_tokens"
+#define SF_TOKEN_FILE_MAGIC	UINT64CONST(0x534654434c41494d)	/* "SFTCLAIM" */
 
 /* ---- the check where an ID is taken (called from sf_reserve) ---- */
 
@@ -469,6 +484,68 @@ snowflake_note_release(PG_FUNCTION_ARGS)
 	PG_RETURN_INT64(tick + SF_EPOCH_UNIX_MS);
 }
 
+/* Take back the tokens the postmaster kept at its last exit, and remove the file. */
+static void
+sf_tokens_load(void)
+{
+	uint64		buf[SF_TOKEN_RING + 1];
+	int			fd = open(SF_TOKEN_FILE, O_RDONLY | PG_BINARY, 0);
+	ssize_t		n;
+
+	if (fd < 0)
+		return;
+	n = read(fd, buf, sizeof(buf));
+	close(fd);
+	if (n == (ssize_t) sizeof(buf) && buf[0] == SF_TOKEN_FILE_MAGIC)
+		for (int i = 0; i < SF_TOKEN_RING; i++)
+			pg_atomic_write_u64(&sf_tokens->tokens[i], buf[i + 1]);
+	if (unlink(SF_TOKEN_FILE) != 0)
+		ereport(LOG,
+				(errcode_for_file_access(),
+				 errmsg("could not remove file \"%s\": %m", SF_TOKEN_FILE)));
+}
+
+/*
+ * At the postmaster's exit (status 0: a shutdown, its children gone), keep
+ * its tokens for the next start, unless it never held a claim or found a
+ * copy of itself (then the next start must wait, as after a crash).  Any
+ * failure only leaves the file out, with the same effect.
+ */
+static void
+sf_tokens_save(int code, Datum arg)
+{
+	uint64		buf[SF_TOKEN_RING + 1];
+	bool		claimed = false;
+	int			fd;
+
+	if (code != 0 || sf_tokens == NULL)
+		return;
+	for (int i = 0; i < SF_NODE_WORDS; i++)
+	{
+		if (pg_atomic_read_u32(&sf_tokens->cloned[i]) != 0)
+			return;
+		if (pg_atomic_read_u32(&sf_tokens->claimed[i]) != 0)
+			claimed = true;
+	}
+	if (!claimed)
+		return;
+	buf[0] = SF_TOKEN_FILE_MAGIC;
+	for (int i = 0; i < SF_TOKEN_RING; i++)
+		buf[i + 1] = pg_atomic_read_u64(&sf_tokens->tokens[i]);
+	fd = open(SF_TOKEN_FILE ".tmp", O_WRONLY | O_CREAT | O_TRUNC | PG_BINARY, 0600);
+	if (fd < 0)
+		return;
+	if (write(fd, buf, sizeof(buf)) != (ssize_t) sizeof(buf) || pg_fsync(fd) != 0)
+	{
+		close(fd);
+		unlink(SF_TOKEN_FILE ".tmp");
+		return;
+	}
+	close(fd);
+	if (rename(SF_TOKEN_FILE ".tmp", SF_TOKEN_FILE) != 0)
+		unlink(SF_TOKEN_FILE ".tmp");
+}
+
 /*
  * Map the claim tokens, in the postmaster (shared_preload_libraries), before
  * any child is forked: every child inherits the mapping, and the postmaster
@@ -495,6 +572,12 @@ sf_registry_tokens_init(void)
 	}
 	for (int i = 0; i < SF_TOKEN_RING; i++)
 		pg_atomic_init_u64(&sf_tokens->tokens[i], 0);
+
+	/* Only the postmaster takes the tokens back and keeps them at its exit. */
+	if (IsUnderPostmaster || !IsPostmasterEnvironment)
+		return;
+	sf_tokens_load();
+	on_proc_exit(sf_tokens_save, 0);
 }
 
 static bool
@@ -746,7 +829,7 @@ sf_claimer_set(const char *name, const char *value)
  * (palloc'd in the caller's context) and *edata_out the error, if any.
  */
 static bool
-sf_claim_once(bool release, char **why, ErrorData **edata_out)
+sf_claim_once(char **why, ErrorData **edata_out)
 {
 	MemoryContext caller = CurrentMemoryContext;
 	volatile bool ok = false;
@@ -755,12 +838,8 @@ sf_claim_once(bool release, char **why, ErrorData **edata_out)
 
 	*why = NULL;
 	*edata_out = NULL;
-	/*
-	 * A lock wait ends first (lock_timeout), any other stall by the statement
-	 * timeout; a release at shutdown waits at most 5 s and 10 s.
-	 */
-	snprintf(timeout, sizeof(timeout), "%d",
-			 release ? Min(Max(sf_registry_lease_ms / 5, 200), 5000) : Max(sf_registry_lease_ms / 5, 200));
+	/* A lock wait ends first (lock_timeout), any other stall by the statement timeout. */
+	snprintf(timeout, sizeof(timeout), "%d", Max(sf_registry_lease_ms / 5, 200));
 	sf_claimer_set("lock_timeout", timeout);
 
 	SetCurrentStatementStartTimestamp();
@@ -768,8 +847,7 @@ sf_claim_once(bool release, char **why, ErrorData **edata_out)
 	PG_TRY();
 	{
 		/* SPI arms no statement timeout of its own: the whole claim gets one. */
-		enable_timeout_after(STATEMENT_TIMEOUT,
-							 release ? Min(Max(sf_registry_lease_ms / 4, 250), 10000) : Max(sf_registry_lease_ms / 4, 250));
+		enable_timeout_after(STATEMENT_TIMEOUT, Max(sf_registry_lease_ms / 4, 250));
 		SPI_connect();
 		PushActiveSnapshot(GetTransactionSnapshot());
 		pgstat_report_activity(STATE_RUNNING, "snowflake: claiming this server's node");
@@ -787,11 +865,8 @@ sf_claim_once(bool release, char **why, ErrorData **edata_out)
 		else
 		{
 			char	   *schema = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
-			char	   *sql = release ?
-				psprintf("SELECT %s.snowflake_release_node($1::pg_catalog.regclass) "
-						 "WHERE $2 IS NOT NULL", schema) :
-				psprintf("SELECT %s.snowflake_claim_node($1::pg_catalog.regclass, "
-						 "pg_catalog.make_interval(secs => $2))", schema);
+			char	   *sql = psprintf("SELECT %s.snowflake_claim_node($1::pg_catalog.regclass, "
+									   "pg_catalog.make_interval(secs => $2))", schema);
 			Oid			types[2] = {TEXTOID, FLOAT8OID};
 			Datum		values[2];
 			Oid			role = sf_registry_role_oid();
@@ -820,17 +895,9 @@ sf_claim_once(bool release, char **why, ErrorData **edata_out)
 			sf_claimer_active = false;
 			SetUserIdAndSecContext(save_userid, save_sec_context);
 			d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
-			if (release)
-			{
-				if (isnull || !DatumGetBool(d))
-					elog(ERROR, "the registry does not name this server's claim");
-			}
-			else
-			{
-				if (isnull || TIMESTAMP_NOT_FINITE(DatumGetTimestampTz(d)))
-					elog(ERROR, "snowflake_claim_node() returned no lease");
-				until_ms = sf_timestamptz_to_unix_ms(DatumGetTimestampTz(d));
-			}
+			if (isnull || TIMESTAMP_NOT_FINITE(DatumGetTimestampTz(d)))
+				elog(ERROR, "snowflake_claim_node() returned no lease");
+			until_ms = sf_timestamptz_to_unix_ms(DatumGetTimestampTz(d));
 			ok = true;
 		}
 
@@ -856,8 +923,6 @@ sf_claim_once(bool release, char **why, ErrorData **edata_out)
 
 	pgstat_report_activity(STATE_IDLE, NULL);
 	MemoryContextSwitchTo(caller);
-	if (release)
-		return ok;
 	if (ok && until_ms <= sf_wall_unix_ms())
 	{
 		*why = psprintf("the claim committed after its lease had ended (%lld ms ago): it does not count",
@@ -907,64 +972,13 @@ sf_claim_log_failure(const char *why, ErrorData *edata)
 	sf_failed_suppressed = 0;
 }
 
-/*
- * SIGTERM (the server shuts down): end a claim in progress as a cancel would,
- * then hand the claim back (sf_claimer_stop).
- */
-static volatile sig_atomic_t sf_claimer_stopping = false;
-
-static void
-sf_claimer_sigterm(SIGNAL_ARGS)
-{
-	int			save_errno = errno;
-
-	sf_claimer_stopping = true;
-	InterruptPending = true;
-	QueryCancelPending = true;
-	SetLatch(MyLatch);
-	errno = save_errno;
-}
-
-/*
- * At shutdown, release the node this postmaster holds a claim on, so that its
- * next start takes it again at once: a new start cannot tell itself from a
- * block-level copy, and waits out a lease it finds under its identity.  The
- * release fences first (IDs still being taken are refused) and writes the
- * last ms issued.  Copies started from a snapshot of the stopped server find
- * the node free: the first claims it under a new token, the others find that
- * token and wait.  A release that fails leaves the lease to run out.
- */
-static void
-sf_claimer_stop(void)
-{
-	int			node = sf_datacenter_id * (int) (SF_MAX_MACHINE + 1) + sf_machine_id;
-	char	   *why;
-	ErrorData  *edata;
-
-	QueryCancelPending = false;
-	if (sf_datacenter_id >= 0 && sf_machine_id >= 0 && sf_tokens != NULL &&
-		sf_token_bit(sf_tokens->claimed, node) && !sf_token_bit(sf_tokens->cloned, node))
-	{
-		if (sf_claim_once(true, &why, &edata))
-			ereport(LOG,
-					(errmsg("snowflake released this server's node in registry \"%s\" at shutdown", sf_registry),
-					 errdetail("The next start of this server claims it again at once.")));
-		else
-			ereport(WARNING,
-					(errmsg("snowflake could not release this server's node in registry \"%s\" at shutdown: %s",
-							sf_registry, why ? why : edata->message),
-					 errdetail("The next start of this server claims the node only once the lease it holds now has ended.")));
-	}
-	proc_exit(0);
-}
-
 void
 snowflake_claimer_main(Datum main_arg)
 {
 	bool		failing = false;
 
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
-	pqsignal(SIGTERM, sf_claimer_sigterm);
+	pqsignal(SIGTERM, die);
 	BackgroundWorkerUnblockSignals();
 
 	BackgroundWorkerInitializeConnection(sf_registry_database, NULL, 0);
@@ -984,8 +998,6 @@ snowflake_claimer_main(Datum main_arg)
 	{
 		long		wait_ms;
 
-		if (sf_claimer_stopping)
-			sf_claimer_stop();
 		CHECK_FOR_INTERRUPTS();
 		if (ConfigReloadPending)
 		{
@@ -998,7 +1010,7 @@ snowflake_claimer_main(Datum main_arg)
 			char	   *why;
 			ErrorData  *edata;
 
-			if (sf_claim_once(false, &why, &edata))
+			if (sf_claim_once(&why, &edata))
 			{
 				if (failing)
 					ereport(LOG,
@@ -1011,8 +1023,6 @@ snowflake_claimer_main(Datum main_arg)
 				sf_failed_suppressed = 0;
 				wait_ms = sf_registry_lease_ms / 3;
 			}
-			else if (sf_claimer_stopping)
-				continue;		/* cancelled by the shutdown: release */
 			else
 			{
 				sf_claim_log_failure(why, edata);

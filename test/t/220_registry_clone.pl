@@ -191,29 +191,39 @@ ok(generates($h), 'and takes the node over once it has ended');
 my @after = $h->ids('SELECT snowflake_next() FROM generate_series(1, 5)', 'the holder after the clone', count => 5);
 cmp_ok($after[0], '>', $cid[-1], 'above every ID the clone issued');
 
-# An immediate shutdown releases nothing: the next start cannot tell itself
-# from a copy, and waits out its own lease (What a restart costs).
+# The postmaster killed (no exit of its own): it keeps no tokens, so the next
+# start cannot tell itself from a copy, and waits out its own lease.
 my $row = $r->safe_psql('postgres', 'SELECT owner, expires_at FROM public.snowflake_registry');
-$h->stop('immediate');
+$h->kill9;
 is($r->safe_psql('postgres', 'SELECT owner, expires_at FROM public.snowflake_registry'), $row,
-	'an immediate shutdown leaves the claim in the registry');
+	'a killed postmaster leaves its claim in the registry');
+ok(!-e $h->data_dir . '/snowflake.claim_tokens', 'and keeps no claim tokens');
 $offset = -s $h->node->logfile;
 $h->start;
 ok($h->node->wait_for_log(qr/is claimed under this server's identity with a claim token this server did not issue/, $offset),
-	'after an immediate shutdown the holder waits for its own lease');
+	'after its postmaster was killed the holder waits for its own lease');
 $h->next_refused('and generates nothing meanwhile', undef, message => qr/holds no current registry claim/);
 $h->set_clock_ms(3 * $LEASE_MS + 600_000);
 ok(generates($h), 'it claims the node again once that lease has ended');
 my @later = $h->ids('SELECT snowflake_next() FROM generate_series(1, 5)', 'the holder after its unclean restart', count => 5);
 cmp_ok($later[0], '>', $after[-1], 'above its own IDs');
 
-# A clean shutdown releases the node: the next start claims at once.
+# A clean shutdown keeps the claim in the registry and the postmaster's tokens
+# in the data directory: the next start renews at once.
+$row = $r->safe_psql('postgres', 'SELECT owner, expires_at FROM public.snowflake_registry');
 $h->stop;
-like($r->safe_psql('postgres', 'SELECT expires_at FROM public.snowflake_registry'), qr/^-infinity$/,
-	'a clean shutdown releases the node');
-like(slurp_file($h->node->logfile), qr/snowflake released this server's node in registry "public.snowflake_registry" at shutdown/,
-	'and says so');
+ok(-e $h->data_dir . '/snowflake.claim_tokens', 'a clean shutdown keeps the claim tokens');
+is($r->safe_psql('postgres', 'SELECT owner, expires_at FROM public.snowflake_registry'), $row,
+	'and leaves the claim in the registry (no other server takes the node meanwhile)');
 $h->start;
-ok(generates($h), 'the next start claims it at once');
+ok(!-e $h->data_dir . '/snowflake.claim_tokens', 'the next start takes the tokens back and removes the file');
+ok(generates($h), 'and renews its claim at once');
+isnt($r->safe_psql('postgres', 'SELECT owner FROM public.snowflake_registry'), (split /\|/, $row)[0], 'under a new token');
+
+# So does an immediate shutdown (the postmaster exits once all its children have).
+$h->stop('immediate');
+ok(-e $h->data_dir . '/snowflake.claim_tokens', 'an immediate shutdown keeps the claim tokens too');
+$h->start;
+ok(generates($h), 'and the next start renews at once');
 
 done_testing();
