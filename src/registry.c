@@ -488,7 +488,7 @@ snowflake_note_release(PG_FUNCTION_ARGS)
 static void
 sf_tokens_load(void)
 {
-	uint64		buf[SF_TOKEN_RING + 1];
+	uint64		buf[SF_TOKEN_RING + 2];
 	int			fd = open(SF_TOKEN_FILE, O_RDONLY | PG_BINARY, 0);
 	ssize_t		n;
 
@@ -497,8 +497,12 @@ sf_tokens_load(void)
 	n = read(fd, buf, sizeof(buf));
 	close(fd);
 	if (n == (ssize_t) sizeof(buf) && buf[0] == SF_TOKEN_FILE_MAGIC)
+	{
+		/* Where the next token goes: over the oldest, as before the exit. */
+		pg_atomic_write_u32(&sf_tokens->next, (uint32) (buf[1] % SF_TOKEN_RING));
 		for (int i = 0; i < SF_TOKEN_RING; i++)
-			pg_atomic_write_u64(&sf_tokens->tokens[i], buf[i + 1]);
+			pg_atomic_write_u64(&sf_tokens->tokens[i], buf[i + 2]);
+	}
 	if (unlink(SF_TOKEN_FILE) != 0)
 		ereport(LOG,
 				(errcode_for_file_access(),
@@ -514,7 +518,7 @@ sf_tokens_load(void)
 static void
 sf_tokens_save(int code, Datum arg)
 {
-	uint64		buf[SF_TOKEN_RING + 1];
+	uint64		buf[SF_TOKEN_RING + 2];
 	bool		claimed = false;
 	int			fd;
 
@@ -530,8 +534,9 @@ sf_tokens_save(int code, Datum arg)
 	if (!claimed)
 		return;
 	buf[0] = SF_TOKEN_FILE_MAGIC;
+	buf[1] = pg_atomic_read_u32(&sf_tokens->next) % SF_TOKEN_RING;
 	for (int i = 0; i < SF_TOKEN_RING; i++)
-		buf[i + 1] = pg_atomic_read_u64(&sf_tokens->tokens[i]);
+		buf[i + 2] = pg_atomic_read_u64(&sf_tokens->tokens[i]);
 	fd = open(SF_TOKEN_FILE ".tmp", O_WRONLY | O_CREAT | O_TRUNC | PG_BINARY, 0600);
 	if (fd < 0)
 		return;

@@ -142,9 +142,16 @@ my $res = $b->next_refused('b, 20 s behind, right after taking the node over', '
 cmp_ok(SnowflakeTest::detail_ms($res) // 0, '>=', 19000, 'b is refused as for a clock 20 s back');
 
 # A crash of b before its first ID must not forget the mark it took over (no clean shutdown
-# records the lifted node: the takeover raised the durable mark itself).
-$b->kill9;
-$b->start;
+# records the lifted node: the takeover raised the durable mark itself).  The postmaster
+# survives (a crash of a server process: shared memory made anew, the durable mark read
+# again), so b keeps its claim tokens and renews at once; a start after the postmaster itself
+# was killed waits out b's own lease first (220_registry_clone.pl).
+$b->node->append_conf('postgresql.conf', 'restart_after_crash = on');
+$b->node->reload;
+my $crash_at = -s $b->node->logfile;
+kill 'KILL', $b->child_pid(qr/checkpointer/);
+$b->node->wait_for_log(qr/all server processes terminated; reinitializing/, $crash_at);
+$b->node->poll_query_until('postgres', 'SELECT true');
 $b->query(claim_sql('public.snowflake_registry', '1 minute'));
 $b->next_refused('b after a crash, renewing its own claim, clock still 20 s behind', '',
 	message => qr/refused: the system clock is behind the IDs already issued/);
