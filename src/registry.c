@@ -100,8 +100,9 @@ static bool sf_callbacks_registered = false;
  * time), but not the tokens this postmaster issued: those live in memory that
  * the postmaster maps at start-up, shared with every child it forks and kept
  * across the re-initialisation of shared memory after a crash (so a crash
- * restart renews as before), and lost with the postmaster (so a new start,
- * or a copy, proves nothing).  The last SF_TOKEN_RING tokens noted count as
+ * restart renews as before), and lost with the postmaster unless it exits
+ * (SF_TOKEN_FILE): a start after the postmaster was killed, or a copy of a
+ * running server, proves nothing.  The last SF_TOKEN_RING tokens noted count as
  * this server's: a claim that committed remotely but not locally, or two
  * claims of this server that overlapped, still renew.  claimed says, per
  * node, that a claim of this postmaster committed; cloned, that a renewal
@@ -121,13 +122,14 @@ typedef struct SfTokens
 static SfTokens *sf_tokens = NULL;
 
 /*
- * The postmaster's tokens, kept in the data directory from its exit (all its
- * children have stopped: nothing generates or renews any more) to the next
- * start, which takes them back and removes the file: so a restart of a server
- * that stopped renews its claim at once.  A copy made of the stopped server
- * has the same file; the registry row decides between such copies, since the
- * first to renew replaces the token (the others then wait).  A copy made of a
- * running server has no such file.
+ * The postmaster's tokens, kept in the data directory at its exit (all its
+ * children have stopped: nothing generates or renews any more) and read at
+ * the next start: so a restart of a server that stopped renews its claim at
+ * once.  Copies of the data directory have the same file; the registry row
+ * decides between them, since the first to renew replaces the row's token
+ * with a new one, which the others never issued (they then wait).  A copy of
+ * a running server that renewed since its start finds a token its file does
+ * not hold.
  */
 #define SF_TOKEN_FILE		"snowflake.claim_tokens"
 #define SF_TOKEN_FILE_MAGIC	UINT64CONST(0x534654434c41494d)	/* "SFTCLAIM" */
@@ -484,7 +486,11 @@ snowflake_note_release(PG_FUNCTION_ARGS)
 	PG_RETURN_INT64(tick + SF_EPOCH_UNIX_MS);
 }
 
-/* Take back the tokens the postmaster kept at its last exit, and remove the file. */
+/*
+ * Take back the tokens the postmaster kept at its last exit.  The file stays:
+ * a start that ends before any claim (postgres -C, a failed start) must not
+ * lose them, and a copy of it proves nothing the registry row does not decide.
+ */
 static void
 sf_tokens_load(void)
 {
@@ -503,10 +509,6 @@ sf_tokens_load(void)
 		for (int i = 0; i < SF_TOKEN_RING; i++)
 			pg_atomic_write_u64(&sf_tokens->tokens[i], buf[i + 2]);
 	}
-	if (unlink(SF_TOKEN_FILE) != 0)
-		ereport(LOG,
-				(errcode_for_file_access(),
-				 errmsg("could not remove file \"%s\": %m", SF_TOKEN_FILE)));
 }
 
 /*
