@@ -139,7 +139,8 @@ $b->set_clock('-20');
 $b->query(claim_sql('public.snowflake_registry', '1 minute'));
 my $res = $b->next_refused('b, 20 s behind, right after taking the node over', '',
 	message => qr/refused: the system clock is behind the IDs already issued/);
-cmp_ok(SnowflakeTest::detail_ms($res) // 0, '>=', 19000, 'b is refused as for a clock 20 s back');
+# (the clock runs on between a's last ID and this check: seconds on a loaded machine)
+cmp_ok(SnowflakeTest::detail_ms($res) // 0, '>=', 15000, 'b is refused as for a clock 20 s back');
 
 # A crash of b before its first ID must not forget the mark it took over (no clean shutdown
 # records the lifted node: the takeover raised the durable mark itself).  The postmaster
