@@ -39,7 +39,14 @@ CREATE ROLE regress_registry_claimer;
 GRANT EXECUTE ON FUNCTION snowflake_note_claim(int, int, timestamptz, bigint) TO regress_registry_claimer;
 SET ROLE regress_registry_claimer;
 SELECT snowflake_note_claim(0, 0, now() + interval '1 minute', NULL);
+-- Nor take a claim token (EXECUTE stays with PUBLIC: the check is the function's own).
+SELECT * FROM snowflake_claim_token(0, 0, NULL, true);
 RESET ROLE;
+-- A superuser asking about a token no postmaster issued: not this server's; no new token.
+SELECT * FROM snowflake_claim_token(0, 0, '0123456789abcdef', false);
+SELECT * FROM snowflake_claim_token(0, 0, 'not a token', false);
+SELECT * FROM snowflake_claim_token(0, 0, NULL, NULL);
+SELECT * FROM snowflake_claim_token(0, 32, NULL, false);
 REVOKE ALL ON FUNCTION snowflake_note_claim(int, int, timestamptz, bigint) FROM regress_registry_claimer;
 DROP ROLE regress_registry_claimer;
 
