@@ -203,6 +203,20 @@ $function$;
 COMMENT ON FUNCTION @extschema@.snowflake_check_registry(regclass) IS
 'internal: refuses while an untrusted role can create objects in the extension''s schema, and refuses a registry with triggers, rules or policies, with a domain or non-built-in type, whose owner, schema owner, foreign server owner or called functions the caller does not trust, whose foreign server has no connect_timeout, or that lacks high_water_ms';
 
+-- Claim tokens (issue 17, clones): the row names its holder as identity/token, a token this
+-- postmaster issued at its last claim.  A block-level clone or snapshot shares the identity but
+-- not the tokens (src/registry.c): it never renews the original's claim.  Callable only by a
+-- superuser or the registry worker inside its claim (checked in C), so EXECUTE stays with PUBLIC
+-- and registry roles of 1.2 need no new grant.
+CREATE FUNCTION @extschema@.snowflake_claim_token(datacenter_id int, machine_id int, held text, claiming boolean,
+                                                  OUT token text, OUT ours boolean)
+RETURNS record
+AS 'MODULE_PATHNAME', 'snowflake_claim_token'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+COMMENT ON FUNCTION @extschema@.snowflake_claim_token(int, int, text, boolean) IS
+'internal: whether the registry row''s claim token held is one this postmaster issued; claiming: a new token for the row, and a fence (for good, until restart) if held is another server''s token under this server''s identity; superuser or the registry worker only';
+
 CREATE OR REPLACE FUNCTION @extschema@.snowflake_claim_node(registry regclass, lease interval DEFAULT '5 minutes')
 RETURNS timestamptz
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
@@ -219,8 +233,11 @@ DECLARE
     highest bigint;
     holder  text;
     holder_until timestamptz;
+    holder_token text;
     carried bigint;
     fs      record;
+    tok     record;
+    taking  boolean;
 BEGIN
     IF registry IS NULL THEN
         RAISE EXCEPTION 'registry must not be null' USING ERRCODE = 'null_value_not_allowed';
@@ -267,13 +284,40 @@ BEGIN
                   HINT = 'Claim again: the registry then names the holder.';
     END;
     GET DIAGNOSTICS n = ROW_COUNT;
+    -- 1.3 names the holder as identity/claim token.
+    IF strpos(holder, '/') > 0 THEN
+        holder_token := split_part(holder, '/', 2);
+        holder := split_part(holder, '/', 1);
+    END IF;
     -- A row written before 1.2 names its holder as system identifier:device:inode.  It is this
     -- server when the system identifier and the inode agree (the device may have changed since).
     IF holder ~ '^[0-9]+:[0-9]+:[0-9]+$' AND split_part(holder, ':', 1) = split_part(me, ':', 1)
        AND split_part(holder, ':', 3) = split_part(me, ':', 2) THEN
         holder := me;
     END IF;
-    IF n > 0 AND holder IS DISTINCT FROM me AND holder_until IS NULL THEN
+    -- This server's identity is not proof enough: a block-level clone or snapshot shares it.  A
+    -- renewal needs a claim token this postmaster issued; another token under this identity is
+    -- a copy (fenced at once, if this postmaster held the claim), or this server before a
+    -- restart, which cannot be told from a copy while that lease lasts.
+    SELECT t.token, t.ours INTO tok
+    FROM @extschema@.snowflake_claim_token(dc, m, CASE WHEN holder = me THEN coalesce(holder_token, '') END, true) t;
+    taking := n > 0 AND (holder IS DISTINCT FROM me OR NOT tok.ours);
+    IF n > 0 AND holder = me AND NOT tok.ours AND holder_until >= t0 THEN
+        RAISE EXCEPTION 'datacenter %, machine % is claimed under this server''s identity with a claim token this server did not issue', dc, m
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  DETAIL = format('The registry %s names this server''s identity %s with claim token %s, its lease ending %s. '
+                                  'Either this server restarted since that claim without releasing the node (a crash, an immediate shutdown), '
+                                  'or a block-level clone or snapshot of this server (the same system identifier, data directory inode and birth time) holds it: '
+                                  'nothing tells them apart while that lease lasts.',
+                                  registry, me, coalesce(nullif(holder_token, ''), 'none'), holder_until),
+                  HINT = 'If this server restarted, wait: it claims the node once that lease has ended. '
+                         'If a copy of this server runs, stop it for good or give it its own snowflake.datacenter_id and snowflake.machine_id.';
+    END IF;
+    IF tok.token IS NULL THEN
+        -- Its lease has ended: taken over like another server's row, under a token of this postmaster.
+        SELECT t.token INTO tok.token FROM @extschema@.snowflake_claim_token(dc, m, NULL, true) t;
+    END IF;
+    IF n > 0 AND taking AND holder_until IS NULL THEN
         RAISE EXCEPTION 'registry row for datacenter %, machine % has no expires_at', dc, m
             USING ERRCODE = 'null_value_not_allowed',
                   DETAIL = format('The registry %s names holder %s with no lease''s end: whether that lease lasts is unknown.',
@@ -289,7 +333,7 @@ BEGIN
                          'or claim again once the holder is stopped for good and its lease has ended.';
     END IF;
     -- Taking over: the row must carry what a genuine holder could have left, or nothing is known.
-    IF n > 0 AND holder IS DISTINCT FROM me AND carried IS NULL THEN
+    IF n > 0 AND taking AND carried IS NULL THEN
         RAISE EXCEPTION 'registry row for datacenter %, machine % has no high_water_ms', dc, m
             USING ERRCODE = 'null_value_not_allowed',
                   DETAIL = format('The registry %s row of holder %s does not say up to which ms its IDs ran, so taking the node over could repeat them.',
@@ -297,7 +341,7 @@ BEGIN
                   HINT = 'Once that holder is stopped for good, set high_water_ms to the last Unix ms it may have issued '
                          '(its lease''s end plus its snowflake.max_lead_ms), and claim again.';
     END IF;
-    IF n > 0 AND holder IS DISTINCT FROM me AND (carried < 0 OR carried > highest) THEN
+    IF n > 0 AND taking AND (carried < 0 OR carried > highest) THEN
         RAISE EXCEPTION 'registry row for datacenter %, machine % carries high_water_ms %, beyond what a holder could have reached (0 to %)',
                         dc, m, carried, highest
             USING ERRCODE = 'numeric_value_out_of_range',
@@ -310,20 +354,19 @@ BEGIN
     -- Taking over: start above what the previous holder may have issued (durably, before this
     -- transaction commits).  Renewing: nothing to carry (this server's own IDs are above its
     -- durable mark).
-    bound := @extschema@.snowflake_note_claim(dc, m, until,
-                                              CASE WHEN holder IS DISTINCT FROM me THEN carried END);
+    bound := @extschema@.snowflake_note_claim(dc, m, until, CASE WHEN taking THEN carried END);
 
     IF n > 0 THEN
         -- Never lower what the row carries (a fence or mark another transaction wrote).
         EXECUTE format('UPDATE ONLY %s SET owner = $1, claimed_at = $2, expires_at = $3,'
                        ' high_water_ms = greatest(high_water_ms, $4)'
                        ' WHERE datacenter_id = $5 AND machine_id = $6', registry)
-            USING me, t0, until, bound, dc, m;
+            USING me || '/' || tok.token, t0, until, bound, dc, m;
     ELSE
         BEGIN
             EXECUTE format('INSERT INTO %s (datacenter_id, machine_id, owner, claimed_at, expires_at, high_water_ms)'
                            ' VALUES ($1, $2, $3, $4, $5, $6)', registry)
-                USING dc, m, me, t0, until, bound;
+                USING dc, m, me || '/' || tok.token, t0, until, bound;
         EXCEPTION WHEN unique_violation THEN
             RAISE EXCEPTION 'datacenter %, machine % is claimed by another server', dc, m
                 USING ERRCODE = 'object_not_in_prerequisite_state',
@@ -358,6 +401,13 @@ BEGIN
     last_ms := @extschema@.snowflake_note_release(dc, m);
     EXECUTE format('SELECT owner FROM ONLY %s WHERE datacenter_id = $1 AND machine_id = $2 FOR UPDATE', registry)
         INTO holder USING dc, m;
+    -- This server's identity with a claim token it did not issue is not this server's claim.
+    IF strpos(holder, '/') > 0 THEN
+        IF NOT (SELECT t.ours FROM @extschema@.snowflake_claim_token(dc, m, split_part(holder, '/', 2), false) t) THEN
+            RETURN false;
+        END IF;
+        holder := split_part(holder, '/', 1);
+    END IF;
     -- A row written before 1.2: see snowflake_claim_node().
     IF holder ~ '^[0-9]+:[0-9]+:[0-9]+$' AND split_part(holder, ':', 1) = split_part(me, ':', 1)
        AND split_part(holder, ':', 3) = split_part(me, ':', 2) THEN

@@ -30,14 +30,20 @@
  */
 #include "postgres.h"
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "fmgr.h"
+#include "funcapi.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "postmaster/bgworker.h"
 #include "postmaster/interrupt.h"
+#include "storage/fd.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
 #include "tcop/tcopprot.h"
@@ -57,6 +63,7 @@ PGDLLEXPORT void snowflake_claimer_main(Datum main_arg);
 
 PG_FUNCTION_INFO_V1(snowflake_note_claim);
 PG_FUNCTION_INFO_V1(snowflake_note_release);
+PG_FUNCTION_INFO_V1(snowflake_claim_token);
 
 #define SF_NODE_DC(node)	((node) / (int) (SF_MAX_MACHINE + 1))
 #define SF_NODE_M(node)		((node) % (int) (SF_MAX_MACHINE + 1))
@@ -75,6 +82,7 @@ typedef struct SfPendingClaim
 	int64		bound_ms;		/* claim: no ID beyond this Unix ms */
 	int64		carried_ms;		/* claim: lift above this Unix ms before commit, or -1 */
 	uint64		expect_bound;	/* claim: the bound when it was noted; a fence since voids it */
+	bool		token_noted;	/* a claim token was issued for the row (snowflake_claim_token) */
 } SfPendingClaim;
 
 /* Set while the registry worker runs its claim: snowflake_note_claim() may run then. */
@@ -84,6 +92,47 @@ static SfPendingClaim *sf_pending = NULL;
 static int	sf_npending = 0;
 static int	sf_pending_size = 0;
 static bool sf_callbacks_registered = false;
+
+/*
+ * Claim tokens: the registry row names its holder as identity/token, and the
+ * token changes at every claim.  A block-level clone or snapshot of a holder
+ * has the same identity (system identifier, data directory inode and birth
+ * time), but not the tokens this postmaster issued: those live in memory that
+ * the postmaster maps at start-up, shared with every child it forks and kept
+ * across the re-initialisation of shared memory after a crash (so a crash
+ * restart renews as before), and lost with the postmaster unless it exits
+ * (SF_TOKEN_FILE): a start after the postmaster was killed, or a copy of a
+ * running server, proves nothing.  The last SF_TOKEN_RING tokens noted count as
+ * this server's: a claim that committed remotely but not locally, or two
+ * claims of this server that overlapped, still renew.  claimed says, per
+ * node, that a claim of this postmaster committed; cloned, that a renewal
+ * found another token under this identity (fenced until the postmaster stops).
+ */
+#define SF_TOKEN_RING	64
+#define SF_NODE_WORDS	((SF_NODE_COUNT + 31) / 32)
+
+typedef struct SfTokens
+{
+	pg_atomic_uint32 next;
+	pg_atomic_uint32 claimed[SF_NODE_WORDS];
+	pg_atomic_uint32 cloned[SF_NODE_WORDS];
+	pg_atomic_uint64 tokens[SF_TOKEN_RING];
+} SfTokens;
+
+static SfTokens *sf_tokens = NULL;
+
+/*
+ * The postmaster's tokens, kept in the data directory at its exit (all its
+ * children have stopped: nothing generates or renews any more) and read at
+ * the next start: so a restart of a server that stopped renews its claim at
+ * once.  Copies of the data directory have the same file; the registry row
+ * decides between them, since the first to renew replaces the row's token
+ * with a new one, which the others never issued (they then wait).  A copy of
+ * a running server that renewed since its start finds a token its file does
+ * not hold.
+ */
+#define SF_TOKEN_FILE		"snowflake.claim_tokens"
+#define SF_TOKEN_FILE_MAGIC	UINT64CONST(0x534654434c41494d)	/* "SFTCLAIM" */
 
 /* ---- the check where an ID is taken (called from sf_reserve) ---- */
 
@@ -172,7 +221,15 @@ sf_xact_callback(XactEvent event, void *arg)
 
 				if (c->release)
 					pg_atomic_write_u64(&slot->claim_until, 0);
-				else if (c->until_ms > sf_wall_unix_ms())
+				else if (c->token_noted && sf_tokens != NULL)
+				{
+					/*
+					 * The row now carries a token of this postmaster: from
+					 * here on, another token there means another server.
+					 */
+					pg_atomic_fetch_or_u32(&sf_tokens->claimed[c->node / 32], (uint32) 1 << (c->node % 32));
+				}
+				if (!c->release && c->until_ms > sf_wall_unix_ms())
 				{
 					uint64		expected = c->expect_bound;
 
@@ -368,30 +425,15 @@ snowflake_note_claim(PG_FUNCTION_ARGS)
 }
 
 /*
- * snowflake_note_release(datacenter_id, machine_id): fence the node at once (no
- * ID past the last one issued, kept even if this transaction rolls back), end its
- * lease at commit, and return the last ms any ID of the node issued here may
- * carry, for the registry row.
+ * Fence the node at once: no ID past the last one issued, until the next
+ * claim.  Returns the tick of the last ID.  No error, no allocation.
  */
-Datum
-snowflake_note_release(PG_FUNCTION_ARGS)
+static int64
+sf_fence_node(SnowflakeSlot *slot)
 {
-	int			node = sf_claim_node_arg(fcinfo, "snowflake_note_release()");
-	SnowflakeSlot *slot = &sf_shared->slots[node].slot;
-	SfPendingClaim claim = {0};
 	uint64		old;
-	int64		tick;
-	int64		bound;
-	int64		fence;
-
-	claim.subid = GetCurrentSubTransactionId();
-	claim.node = node;
-	claim.release = true;
-
-	/* The fence: for good, until the next claim (a rollback keeps it). */
-	sf_pending_add(&claim);
-	bound = (int64) pg_atomic_read_u64(&slot->claim_bound);
-	fence = Min(bound, SF_WORD_TICK(pg_atomic_read_u64(&slot->word)) + SF_EPOCH_UNIX_MS);
+	int64		bound = (int64) pg_atomic_read_u64(&slot->claim_bound);
+	int64		fence = Min(bound, SF_WORD_TICK(pg_atomic_read_u64(&slot->word)) + SF_EPOCH_UNIX_MS);
 
 	/*
 	 * Always a new value (a claim noted before compares the bound it saw at
@@ -416,9 +458,271 @@ snowflake_note_release(PG_FUNCTION_ARGS)
 		if (old == sealed || pg_atomic_compare_exchange_u64(&slot->word, &old, sealed))
 			break;
 	}
-	tick = SF_WORD_TICK(old);
+	return SF_WORD_TICK(old);
+}
+
+/*
+ * snowflake_note_release(datacenter_id, machine_id): fence the node at once (no
+ * ID past the last one issued, kept even if this transaction rolls back), end its
+ * lease at commit, and return the last ms any ID of the node issued here may
+ * carry, for the registry row.
+ */
+Datum
+snowflake_note_release(PG_FUNCTION_ARGS)
+{
+	int			node = sf_claim_node_arg(fcinfo, "snowflake_note_release()");
+	SnowflakeSlot *slot = &sf_shared->slots[node].slot;
+	SfPendingClaim claim = {0};
+	int64		tick;
+
+	claim.subid = GetCurrentSubTransactionId();
+	claim.node = node;
+	claim.release = true;
+
+	/* The fence: for good, until the next claim (a rollback keeps it). */
+	sf_pending_add(&claim);
+	tick = sf_fence_node(slot);
 
 	PG_RETURN_INT64(tick + SF_EPOCH_UNIX_MS);
+}
+
+/*
+ * Take back the tokens the postmaster kept at its last exit.  The file stays:
+ * a start that ends before any claim (postgres -C, a failed start) must not
+ * lose them, and a copy of it proves nothing the registry row does not decide.
+ */
+static void
+sf_tokens_load(void)
+{
+	uint64		buf[SF_TOKEN_RING + 2];
+	int			fd = open(SF_TOKEN_FILE, O_RDONLY | PG_BINARY, 0);
+	ssize_t		n;
+
+	if (fd < 0)
+		return;
+	n = read(fd, buf, sizeof(buf));
+	close(fd);
+	if (n == (ssize_t) sizeof(buf) && buf[0] == SF_TOKEN_FILE_MAGIC)
+	{
+		/* Where the next token goes: over the oldest, as before the exit. */
+		pg_atomic_write_u32(&sf_tokens->next, (uint32) (buf[1] % SF_TOKEN_RING));
+		for (int i = 0; i < SF_TOKEN_RING; i++)
+			pg_atomic_write_u64(&sf_tokens->tokens[i], buf[i + 2]);
+	}
+}
+
+/*
+ * At the postmaster's exit (status 0: a shutdown, its children gone), keep
+ * its tokens for the next start, unless it never held a claim or found a
+ * copy of itself (then the next start must wait, as after a crash).  Any
+ * failure only leaves the file out, with the same effect.
+ */
+static void
+sf_tokens_save(int code, Datum arg)
+{
+	uint64		buf[SF_TOKEN_RING + 2];
+	bool		claimed = false;
+	int			fd;
+
+	if (code != 0 || sf_tokens == NULL)
+		return;
+	for (int i = 0; i < SF_NODE_WORDS; i++)
+	{
+		if (pg_atomic_read_u32(&sf_tokens->cloned[i]) != 0)
+			return;
+		if (pg_atomic_read_u32(&sf_tokens->claimed[i]) != 0)
+			claimed = true;
+	}
+	if (!claimed)
+		return;
+	buf[0] = SF_TOKEN_FILE_MAGIC;
+	buf[1] = pg_atomic_read_u32(&sf_tokens->next) % SF_TOKEN_RING;
+	for (int i = 0; i < SF_TOKEN_RING; i++)
+		buf[i + 2] = pg_atomic_read_u64(&sf_tokens->tokens[i]);
+	fd = open(SF_TOKEN_FILE ".tmp", O_WRONLY | O_CREAT | O_TRUNC | PG_BINARY, 0600);
+	if (fd < 0)
+		return;
+	if (write(fd, buf, sizeof(buf)) != (ssize_t) sizeof(buf) || pg_fsync(fd) != 0)
+	{
+		close(fd);
+		unlink(SF_TOKEN_FILE ".tmp");
+		return;
+	}
+	close(fd);
+	if (rename(SF_TOKEN_FILE ".tmp", SF_TOKEN_FILE) != 0)
+		unlink(SF_TOKEN_FILE ".tmp");
+}
+
+/*
+ * Map the claim tokens, in the postmaster (shared_preload_libraries), before
+ * any child is forked: every child inherits the mapping, and the postmaster
+ * keeps it when shared memory is made anew after a crash.
+ */
+void
+sf_registry_tokens_init(void)
+{
+	void	   *p;
+
+	if (sf_tokens != NULL)
+		return;
+	p = mmap(NULL, sizeof(SfTokens), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		ereport(FATAL,
+				(errcode(ERRCODE_OUT_OF_MEMORY),
+				 errmsg("could not map memory for snowflake's registry claim tokens: %m")));
+	sf_tokens = (SfTokens *) p;
+	pg_atomic_init_u32(&sf_tokens->next, 0);
+	for (int i = 0; i < SF_NODE_WORDS; i++)
+	{
+		pg_atomic_init_u32(&sf_tokens->claimed[i], 0);
+		pg_atomic_init_u32(&sf_tokens->cloned[i], 0);
+	}
+	for (int i = 0; i < SF_TOKEN_RING; i++)
+		pg_atomic_init_u64(&sf_tokens->tokens[i], 0);
+
+	/* Only the postmaster takes the tokens back and keeps them at its exit. */
+	if (IsUnderPostmaster || !IsPostmasterEnvironment)
+		return;
+	sf_tokens_load();
+	on_proc_exit(sf_tokens_save, 0);
+}
+
+static bool
+sf_token_bit(pg_atomic_uint32 *words, int node)
+{
+	return (pg_atomic_read_u32(&words[node / 32]) & ((uint32) 1 << (node % 32))) != 0;
+}
+
+/* Whether the token (16 hex digits) is one this postmaster issued. */
+static bool
+sf_token_ours(const char *text)
+{
+	uint64		token = 0;
+
+	if (text == NULL || strlen(text) != 16)
+		return false;
+	for (const char *c = text; *c; c++)
+	{
+		int			d;
+
+		if (*c >= '0' && *c <= '9')
+			d = *c - '0';
+		else if (*c >= 'a' && *c <= 'f')
+			d = *c - 'a' + 10;
+		else
+			return false;
+		token = (token << 4) | (uint64) d;
+	}
+	if (token == 0)
+		return false;
+	for (int i = 0; i < SF_TOKEN_RING; i++)
+		if (pg_atomic_read_u64(&sf_tokens->tokens[i]) == token)
+			return true;
+	return false;
+}
+
+/*
+ * snowflake_claim_token(datacenter_id, machine_id, held, claiming,
+ * OUT token text, OUT ours boolean): held is the claim token the registry row
+ * carries under this server's identity (null: the row names another server,
+ * or no token).  ours says whether this postmaster issued it.  With claiming,
+ * token is a new token for the row (noted as this server's, counting once
+ * this transaction commits); and a held token that is not ours, for a node
+ * this postmaster has held a claim on since it started, means that another
+ * server with this identity (a block-level clone or snapshot) or an edit
+ * renewed the claim: the node is fenced at once, and stays fenced, and
+ * refused, until the postmaster stops.  Superuser or the registry worker only.
+ */
+Datum
+snowflake_claim_token(PG_FUNCTION_ARGS)
+{
+	int			node;
+	char	   *held;
+	bool		claiming;
+	bool		ours;
+	TupleDesc	tupdesc;
+	Datum		values[2];
+	bool		nulls[2] = {false, false};
+
+	if (PG_ARGISNULL(3))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("claiming must not be null")));
+	node = sf_claim_node_arg(fcinfo, "snowflake_claim_token()");
+	if (!sf_claimer_active && !superuser())
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied for function snowflake_claim_token"),
+				 errdetail("Only a superuser, or snowflake.registry_role inside the registry worker's claim, may take a claim token.")));
+	if (sf_tokens == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("snowflake's registry claim tokens are not available"),
+				 errhint("Add snowflake to shared_preload_libraries and restart the server.")));
+	held = PG_ARGISNULL(2) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(2));
+	claiming = PG_GETARG_BOOL(3);
+	ours = sf_token_ours(held);
+
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	tupdesc = BlessTupleDesc(tupdesc);
+
+	if (claiming && (sf_token_bit(sf_tokens->cloned, node) ||
+					 (held != NULL && !ours && sf_token_bit(sf_tokens->claimed, node))))
+	{
+		bool		first = !sf_token_bit(sf_tokens->cloned, node);
+
+		/* Stop at once: another server may be generating under this node now. */
+		pg_atomic_fetch_or_u32(&sf_tokens->cloned[node / 32], (uint32) 1 << (node % 32));
+		(void) sf_fence_node(&sf_shared->slots[node].slot);
+		pg_atomic_write_u64(&sf_shared->slots[node].slot.claim_until, 0);
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("another server renewed this server's claim on datacenter %d, machine %d: a block-level clone or snapshot of this server may be running",
+						SF_NODE_DC(node), SF_NODE_M(node)),
+				 first ?
+				 errdetail("The registry row names this server's identity (system identifier, data directory inode and birth time) with claim token %s, which this server did not issue. "
+						   "A copy of this server made below the file system (a disk image, an LVM, ZFS or cloud-volume snapshot or clone) has the same identity; "
+						   "so does a server the row was edited for. This server stopped generating under the node, and claims it no more until it restarts.",
+						   held) :
+				 errdetail("Since this server found another claim token under its identity in the registry row, it generates nothing under the node and claims it no more until it restarts."),
+				 errhint("Stop the copy for good, or give it its own snowflake.datacenter_id and snowflake.machine_id. "
+						 "Then restart this server: it claims the node again once the copy's lease has ended.")));
+	}
+
+	/*
+	 * Under this server's identity with a token this postmaster did not
+	 * issue, and no claim of it since it started: a new start, or a copy.
+	 * No token yet: the claim decides (it waits while that lease lasts), and
+	 * asks again with held null to take the node over.  So rounds that only
+	 * wait issue no tokens that would push this server's out of the ring.
+	 */
+	if (claiming && held != NULL && !ours)
+		claiming = false;
+
+	if (claiming)
+	{
+		uint64		token = 0;
+		SfPendingClaim claim = {0};
+
+		while (token == 0)
+			if (!pg_strong_random(&token, sizeof(token)))
+				ereport(ERROR,
+						(errcode(ERRCODE_INTERNAL_ERROR),
+						 errmsg("could not generate a random claim token")));
+		pg_atomic_write_u64(&sf_tokens->tokens[pg_atomic_fetch_add_u32(&sf_tokens->next, 1) % SF_TOKEN_RING],
+							token);
+		claim.subid = GetCurrentSubTransactionId();
+		claim.node = node;
+		claim.carried_ms = -1;
+		claim.token_noted = true;
+		sf_pending_add(&claim);
+		values[0] = CStringGetTextDatum(psprintf("%016" INT64_MODIFIER "x", token));
+	}
+	else
+		nulls[0] = true;
+	values[1] = BoolGetDatum(ours);
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }
 
 /* ---- settings ---- */

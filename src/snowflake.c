@@ -244,6 +244,7 @@ _PG_init(void)
 	shmem_startup_hook = sf_shmem_startup;
 	sf_wal_register(sf_mark_replayed);
 	sf_worker_register();
+	sf_registry_tokens_init();
 	if (sf_registry != NULL && sf_registry[0] != '\0')
 		sf_bgworker_register("snowflake registry claimer", "snowflake_claimer_main",
 							 BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION,

@@ -339,6 +339,7 @@ extern void sf_bgworker_register(const char *name, const char *function, int fla
 
 /* registry.c: this server's claim on its node, and the worker that renews it */
 extern bool sf_registry_check_hook(char **newval, void **extra, GucSource source);
+extern void sf_registry_tokens_init(void);
 
 /* type.c */
 extern void sf_type_init(void);

@@ -125,7 +125,7 @@ is($b->query("SELECT snowflake_release_node('public.snowflake_registry')"), 'f',
 	'a server that does not hold the node releases nothing');
 is($r->safe_psql('postgres', 'SELECT owner, expires_at, high_water_ms FROM snowflake_registry'),
 	$row, "the holder's row is unchanged");
-like($row, qr/^\Q$a_id\E\|/, 'and names a');
+like($row, qr{^\Q$a_id\E/[0-9a-f]{16}\|}, 'and names a (identity/claim token)');
 my $last_a = $a->next_id('a still generates after b tried to release');
 
 # --- Item 7: release on a, claim on b whose clock is 20 s behind.
@@ -139,12 +139,20 @@ $b->set_clock('-20');
 $b->query(claim_sql('public.snowflake_registry', '1 minute'));
 my $res = $b->next_refused('b, 20 s behind, right after taking the node over', '',
 	message => qr/refused: the system clock is behind the IDs already issued/);
-cmp_ok(SnowflakeTest::detail_ms($res) // 0, '>=', 19000, 'b is refused as for a clock 20 s back');
+# (the clock runs on between a's last ID and this check: seconds on a loaded machine)
+cmp_ok(SnowflakeTest::detail_ms($res) // 0, '>=', 15000, 'b is refused as for a clock 20 s back');
 
 # A crash of b before its first ID must not forget the mark it took over (no clean shutdown
-# records the lifted node: the takeover raised the durable mark itself).
-$b->kill9;
-$b->start;
+# records the lifted node: the takeover raised the durable mark itself).  The postmaster
+# survives (a crash of a server process: shared memory made anew, the durable mark read
+# again), so b keeps its claim tokens and renews at once; a start after the postmaster itself
+# was killed waits out b's own lease first (220_registry_clone.pl).
+$b->node->append_conf('postgresql.conf', 'restart_after_crash = on');
+$b->node->reload;
+my $crash_at = -s $b->node->logfile;
+kill 'KILL', $b->child_pid(qr/checkpointer/);
+$b->node->wait_for_log(qr/all server processes terminated; reinitializing/, $crash_at);
+$b->node->poll_query_until('postgres', 'SELECT true');
 $b->query(claim_sql('public.snowflake_registry', '1 minute'));
 $b->next_refused('b after a crash, renewing its own claim, clock still 20 s behind', '',
 	message => qr/refused: the system clock is behind the IDs already issued/);

@@ -79,8 +79,15 @@ $a->set_clock('+25');
 $x = old_holder_row('old-holder-2', 40000);
 $a->query(claim_sql());
 use_other_node('IDs under node (1, 2) before the crash');
-$a->kill9;
-$a->start;
+# A crash of a server process: the postmaster makes shared memory anew and reads the durable
+# mark again; it keeps its claim tokens, so the claim below renews.  (After the postmaster
+# itself was killed, the claim waits out the server's own lease: 220_registry_clone.pl.)
+$a->node->append_conf('postgresql.conf', 'restart_after_crash = on');
+$a->node->reload;
+my $crash_at = -s $a->node->logfile;
+kill 'KILL', $a->child_pid(qr/checkpointer/);
+$a->node->wait_for_log(qr/all server processes terminated; reinitializing/, $crash_at);
+$a->node->poll_query_until('postgres', 'SELECT true');
 $a->query(claim_sql());
 $res = $a->next_refused('after a crash, renewing its own claim', '', message => $behind);
 cmp_ok(SnowflakeTest::detail_ms($res) // 0, '>=', 35000, 'the lift survived the crash');

@@ -2,7 +2,9 @@
  * fake_identity.c: an LD_PRELOAD shim for 120_identity.pl that changes what
  * stat() and statx() say about the data directory ("."), as a remount, a
  * reboot or a copy would: SF_FAKE_DEV_MINOR sets the device's minor number,
- * SF_FAKE_BTIME the birth time (seconds), SF_FAKE_NO_BTIME=1 hides it.
+ * SF_FAKE_BTIME the birth time (seconds; SF_FAKE_BTIME_NSEC its nanoseconds),
+ * SF_FAKE_NO_BTIME=1 hides it, SF_FAKE_INO sets the inode: a file-level copy
+ * then looks like a block-level clone of the original (220_registry_clone.pl).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -24,9 +26,11 @@ fake_statx(const char *path, struct statx *buf)
 	if ((v = getenv("SF_FAKE_BTIME")) != NULL)
 	{
 		buf->stx_btime.tv_sec = atoll(v);
-		buf->stx_btime.tv_nsec = 0;
+		buf->stx_btime.tv_nsec = (v = getenv("SF_FAKE_BTIME_NSEC")) != NULL ? (unsigned) atol(v) : 0;
 		buf->stx_mask |= STATX_BTIME;
 	}
+	if ((v = getenv("SF_FAKE_INO")) != NULL)
+		buf->stx_ino = strtoull(v, NULL, 10);
 	if (getenv("SF_FAKE_NO_BTIME") != NULL)
 		buf->stx_mask &= ~STATX_BTIME;
 }
