@@ -47,16 +47,24 @@ plan skip_all => 'python3-psycopg2 (Patroni) or python3-psycopg (the clients) is
 my $t0 = time;
 my $bindir = `pg_config --bindir`;
 chomp $bindir;
-my $base = PostgreSQL::Test::Utils::tempdir_short();
+# Data directories under tmp_check (a mutation run that kills this file mid-way stops the
+# postmasters it finds there; Patroni starts them in sessions of their own), sockets in a short
+# directory (the length limit of a socket path).
+my $base = PostgreSQL::Test::Utils::tempdir();
+my $sockets = PostgreSQL::Test::Utils::tempdir_short();
 my $logdir = $PostgreSQL::Test::Utils::log_path;
-my $timeout = $PostgreSQL::Test::Utils::timeout_default;    # bound of every wait, not a measurement
+# The bound of every wait, not a measurement; not PG_TEST_TIMEOUT_DEFAULT (a mutation run sets
+# it to 30 s, and node2 legitimately waits about that long for its clock after the failover).
+# A failover that does not adopt fails at once (refused_as_copy).
+my $timeout = 180;
 my $stop_file = "$base/stop-clients";
 my @ports = (6401, 6402);
 my @api = (6405, 6406);
 my $behind_ms = 40_000;    # node2's wall clock, behind node1's
 my $http = HTTP::Tiny->new(timeout => 3);
 
-# Children we started (etcd, Patroni, clients): stopped at the end, whatever happens.
+# Children we started (etcd, Patroni, clients): stopped at the end, whatever happens.  They stay
+# in this script's process group, so a runner that kills the group takes them along.
 my %kids;
 sub spawn
 {
@@ -65,7 +73,6 @@ sub spawn
 	my $pid = fork // die "fork: $!";
 	if (!$pid)
 	{
-		setpgrp(0, 0);
 		@ENV{ keys %env } = values %env;
 		open STDIN, '<', '/dev/null';
 		open STDOUT, '>>', $log or die;
@@ -200,7 +207,7 @@ postgresql:
     - host all all 127.0.0.1/32 trust
     - host replication all 127.0.0.1/32 trust
   parameters:
-    unix_socket_directories: '$dir'
+    unix_socket_directories: '$sockets'
 watchdog:
   mode: 'off'
 EOF
