@@ -28,6 +28,7 @@ use lib $FindBin::RealBin;
 
 use File::Path qw(make_path);
 use HTTP::Tiny;
+use IO::Socket::INET;
 use POSIX qw(WNOHANG);
 use Time::HiRes qw(usleep time);
 use PostgreSQL::Test::Utils;
@@ -117,6 +118,14 @@ sub api
 	my %h;
 	$h{$1} = $2 while $r->{content} =~ /"(role|state|timeline)": "?([^",}]*)"?/g;
 	return \%h;
+}
+
+# Fixed ports (a run beside another of this file would collide): say so at once, not after waits.
+for my $p (@ports, @api, 23790, 23791)
+{
+	my $sock = IO::Socket::INET->new(LocalAddr => '127.0.0.1', LocalPort => $p, Proto => 'tcp', ReuseAddr => 1);
+	BAIL_OUT("port $p is in use (another run of 498_patroni.pl, or a leftover of one?)") unless $sock;
+	close $sock;
 }
 
 # --- etcd, single member.
@@ -220,7 +229,7 @@ my %penv = (PATH => "$bindir:$ENV{PATH}");
 my @patroni_pid;
 
 $patroni_pid[0] = spawn('patroni node1', "$logdir/patroni_node1.log", \%penv, $patroni, $yaml[0]);
-ok(wait_until('node1 leads', sub { my $s = api(0); $s && ($s->{role} // '') eq 'master' && ($s->{state} // '') eq 'running' }),
+ok(wait_until('node1 leads', sub { my $s = api(0); $s && ($s->{role} // '') =~ /^(master|primary)$/ && ($s->{state} // '') eq 'running' }),
 	'Patroni bootstrapped node1 as the primary');
 ok(defined psql(0, 'CREATE EXTENSION snowflake'), 'CREATE EXTENSION on the primary');
 psql(0, 'CREATE TABLE sf_rows (id bigint DEFAULT snowflake_next(), client text, seq int, srv int DEFAULT inet_server_port())');
@@ -334,7 +343,7 @@ note 'killed node1: Patroni and postmaster ' . $pm1;
 my $t_kill = time;
 ok(wait_until('node1 gone', sub { !kill 0, $pm1 }), 'node1\'s postmaster is gone');
 
-ok(wait_until('node2 promoted', sub { my $s = api(1); $s && ($s->{role} // '') eq 'master' }),
+ok(wait_until('node2 promoted', sub { my $s = api(1); $s && ($s->{role} // '') =~ /^(master|primary)$/ }),
 	'Patroni promoted node2');
 my $new_tli = api(1)->{timeline};
 note sprintf('node2 promoted %.1f s after the kill, timeline %s', time - $t_kill, $new_tli // '?');
@@ -367,7 +376,7 @@ ok(wait_until('switchover', sub {
 		'>', \$so_out, '2>&1');
 	note $so_out unless $so_out =~ /Successfully switched over/;
 	return $so_out =~ /Successfully switched over/ }), 'patronictl switchover to node1');
-ok(wait_until('node1 promoted', sub { my $s = api(0); $s && ($s->{role} // '') eq 'master' }), 'node1 leads again');
+ok(wait_until('node1 promoted', sub { my $s = api(0); $s && ($s->{role} // '') =~ /^(master|primary)$/ }), 'node1 leads again');
 ok(wait_until('acks on node1 again', sub { refused_as_copy() ? -1 : acked_on($ports[0], 'node1 again') >= 300 }),
 	'the clients go on inserting on node1 (the rewound standby adopted)');
 ok(wait_until('node2 rejoins', sub { my $s = api(1); $s && ($s->{role} // '') eq 'replica' && ($s->{state} // '') eq 'running' }),
