@@ -328,7 +328,7 @@ sub refused_as_copy
 }
 
 ok(wait_until('acks on node1', sub { acked_on($ports[0]) >= 600 }), 'the clients insert on node1');
-is(psql(0, 'SELECT application_name, sync_state FROM pg_stat_replication'), 'node2|sync',
+ok(wait_until('node2 sync', sub { (psql(0, 'SELECT application_name, sync_state FROM pg_stat_replication') // '') eq 'node2|sync' }),
 	'node2 is the synchronous standby (acknowledged means on node2)');
 
 # --- The failure: node1's Patroni, then its postmaster, kill -9, while the clients insert.
@@ -345,7 +345,8 @@ ok(wait_until('node1 gone', sub { !kill 0, $pm1 }), 'node1\'s postmaster is gone
 
 ok(wait_until('node2 promoted', sub { my $s = api(1); $s && ($s->{role} // '') =~ /^(master|primary)$/ }),
 	'Patroni promoted node2');
-my $new_tli = api(1)->{timeline};
+ok(wait_until('node2 out of recovery', sub { (psql(1, 'SELECT pg_is_in_recovery()') // '') eq 'f' }), 'node2 left recovery');
+my $new_tli = psql(1, "SELECT ('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::int");    # the timeline it writes
 note sprintf('node2 promoted %.1f s after the kill, timeline %s', time - $t_kill, $new_tli // '?');
 ok(wait_until('acks on node2', sub { refused_as_copy() ? -1 : acked_on($ports[1]) >= 600 }),
 	'the clients go on inserting on node2 (failover_adopt adopted)');
