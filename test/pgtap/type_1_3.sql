@@ -61,12 +61,12 @@ SELECT set_eq($$SELECT num, member FROM int_ops WHERE am = 'btree' AND kind = 'o
               'snowflake''s own = is shared; its ordering strategies are the helper operators |<| |<=| |>=| |>|');
 SELECT is((SELECT array_agg(f.opfname::text ORDER BY f.opfname) FROM pg_catalog.pg_amop a
            JOIN pg_catalog.pg_opfamily f ON f.oid = a.amopfamily
-           WHERE a.amopopr = 'snowflake_pgtap_ext.<(snowflake_pgtap_ext.snowflake,snowflake_pgtap_ext.snowflake)'::regoperator
+           WHERE a.amopopr = 'pg_catalog.<(snowflake_pgtap_ext.snowflake,snowflake_pgtap_ext.snowflake)'::regoperator
              AND a.amopmethod = (SELECT oid FROM pg_am WHERE amname = 'btree')),
           ARRAY['snowflake_ops'], 'the type''s < is in snowflake_ops only (ORDER BY id keeps using snowflake indexes)');
 SELECT is((SELECT array_agg(f.opfname::text ORDER BY f.opfname) FROM pg_catalog.pg_amop a
            JOIN pg_catalog.pg_opfamily f ON f.oid = a.amopfamily
-           WHERE a.amopopr = 'snowflake_pgtap_ext.=(snowflake_pgtap_ext.snowflake,bigint)'::regoperator
+           WHERE a.amopopr = 'pg_catalog.=(snowflake_pgtap_ext.snowflake,bigint)'::regoperator
              AND a.amopmethod = (SELECT oid FROM pg_am WHERE amname = 'btree')),
           ARRAY['integer_ops', 'snowflake_ops'], 'snowflake = bigint is in both btree families');
 SELECT is((SELECT count(*) FROM int_ops WHERE am = 'hash' AND kind = 'op' AND 'snowflake' IN (lt, rt)),
@@ -138,7 +138,7 @@ ALTER EXTENSION snowflake UPDATE TO '1.3';
 SELECT set_eq($$SELECT * FROM state$$, $$SELECT * FROM fresh$$, 'update from 1.2: the same');
 SELECT ok(EXISTS (SELECT FROM pg_catalog.pg_amop a JOIN pg_catalog.pg_opclass c ON c.opcfamily = a.amopfamily
                   WHERE c.oid = (SELECT i.indclass[0] FROM pg_catalog.pg_index i WHERE i.indexrelid = 't12_pkey'::regclass)
-                    AND a.amopopr = 'snowflake_pgtap_ext.<(snowflake_pgtap_ext.snowflake,snowflake_pgtap_ext.snowflake)'::regoperator),
+                    AND a.amopopr = 'pg_catalog.<(snowflake_pgtap_ext.snowflake,snowflake_pgtap_ext.snowflake)'::regoperator),
           'an index made by 1.2 still orders by the type''s own <');
 DROP TABLE c12, t12;
 DROP EXTENSION snowflake;
