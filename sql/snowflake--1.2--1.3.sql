@@ -2030,7 +2030,7 @@ ALTER FUNCTION @extschema@.snowflake_le(@extschema@.snowflake, @extschema@.snowf
 ALTER FUNCTION @extschema@.snowflake_ge(@extschema@.snowflake, @extschema@.snowflake) SUPPORT @extschema@.snowflake_support;
 ALTER FUNCTION @extschema@.snowflake_gt(@extschema@.snowflake, @extschema@.snowflake) SUPPORT @extschema@.snowflake_support;
 
--- Comparisons with numeric and double precision (issue 20, round 2): id = 5.0, a numeric or
+-- Comparisons with numeric and double precision (issue 20): id = 5.0, a numeric or
 -- float8 parameter, id IN (1.0, 2.0), id BETWEEN 1.0 AND 2.5 give bigint's answers, computed as
 -- bigint computes them (the snowflake as numeric, or as double precision), not index conditions
 -- (bigint = numeric is none either).  Each operator is a SQL function that the planner inlines,

@@ -13,10 +13,12 @@
  *
  * Must never do anything of its own: no checks, no other behaviour than int8's.
  *
- * Three additions for the planner and the DBA: a hint for an update stopped by
+ * Four additions for the planner and the DBA: a hint for an update stopped by
  * an object named snowflake (sf_type_emit_log), a support function that turns
  * a snowflake constant in a range bound into a bigint one (snowflake_support,
- * at the end), and range estimates (sf_type_init).  The planner
+ * at the end), snowflake indexes offered in integer_ops order for merge joins
+ * with bigint indexes (sf_type_relation_info), and range estimates
+ * (sf_type_init).  The planner
  * interpolates inside a histogram bucket only for values of built-in types
  * (convert_to_scalar() in selfuncs.c knows int8, not snowflake), so a range
  * over a snowflake column was estimated in whole buckets: one hour of a large

@@ -184,16 +184,16 @@ SELECT pg_typeof(coalesce(id, 0)) AS coalesce_0, pg_typeof(coalesce(0, id)) AS c
 FROM parent WHERE id = 5;
 SELECT pg_typeof(v) AS values_type, v FROM (VALUES ((SELECT id FROM parent WHERE id = 5)), (0)) AS x(v) ORDER BY v;
 SELECT coalesce(id, 0) AS c FROM (SELECT NULL::ext.snowflake) s(id);
--- numeric and double precision compare with a snowflake as with a bigint (since 1.3's second
--- round; test/sql/type_resolution.sql checks them against a bigint control)
+-- numeric and double precision compare with a snowflake as with a bigint
+-- (test/sql/type_resolution.sql checks them against a bigint control)
 SELECT count(*) FILTER (WHERE id = 5.0) AS eq_numeric, count(*) FILTER (WHERE id = 5.5) AS eq_fraction,
        count(*) FILTER (WHERE id < 5.5::double precision) AS lt_float8
 FROM parent;
 SELECT count(*) FROM parent WHERE id = 5.0::bigint AND id::numeric = 5.0;
 
 -- 4. with the extension's schema off search_path: max() and min() (in pg_catalog) still return
--- a snowflake and use the index; so do the comparisons (in pg_catalog too, since 1.3's second
--- round: before, they fell back to int8's operators through the implicit cast)
+-- a snowflake and use the index; so do the comparisons (in pg_catalog too; before, they fell
+-- back to int8's operators through the implicit cast)
 SET search_path = "$user", public;
 SELECT string_agg(p, ' ') ~ 'Index Only Scan Backward using parent_pkey on parent' AS max_reads_the_index_backward
 FROM pg_temp.plan('SELECT max(id) FROM parent') p;
