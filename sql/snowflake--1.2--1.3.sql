@@ -2089,6 +2089,32 @@ BEGIN
 END
 $$;
 
+-- Arithmetic with numeric, the same way: id + 1.5, id / 2.0, 0.5 * id give bigint's numeric
+-- answer (the snowflake as numeric).  Both sides are domains: with a plain snowflake on the
+-- left, id + 1 would tie between int8 + int4 and this operator (one exact argument each).
+-- None with double precision or real: with both, id + 1.5 would tie between them.  No %:
+-- bigint has no int8 % int4, so id % 7 would tie between int8 % int8 and this one (0 exact
+-- arguments each); type_resolution.sql caught it.
+
+DO $$
+DECLARE
+    ops text[] := ARRAY[['+', 'pl'], ['-', 'mi'], ['*', 'mul'], ['/', 'div']];
+BEGIN
+    FOR o IN 1 .. 4 LOOP
+        EXECUTE format('CREATE FUNCTION @extschema@.snowflake_numeric_%s(@extschema@.snowflake_arg, @extschema@.snowflake_numeric_arg) '
+                       'RETURNS numeric LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS %L', ops[o][2],
+                       format('SELECT $1::pg_catalog.int8::pg_catalog.numeric OPERATOR(pg_catalog.%s) $2::pg_catalog.numeric', ops[o][1]));
+        EXECUTE format('CREATE FUNCTION @extschema@.numeric_snowflake_%s(@extschema@.snowflake_numeric_arg, @extschema@.snowflake_arg) '
+                       'RETURNS numeric LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS %L', ops[o][2],
+                       format('SELECT $1::pg_catalog.numeric OPERATOR(pg_catalog.%s) $2::pg_catalog.int8::pg_catalog.numeric', ops[o][1]));
+        EXECUTE format('CREATE OPERATOR pg_catalog.%s (LEFTARG = @extschema@.snowflake_arg, RIGHTARG = @extschema@.snowflake_numeric_arg, '
+                       'FUNCTION = @extschema@.snowflake_numeric_%s)', ops[o][1], ops[o][2]);
+        EXECUTE format('CREATE OPERATOR pg_catalog.%s (LEFTARG = @extschema@.snowflake_numeric_arg, RIGHTARG = @extschema@.snowflake_arg, '
+                       'FUNCTION = @extschema@.numeric_snowflake_%s)', ops[o][1], ops[o][2]);
+    END LOOP;
+END
+$$;
+
 
 -- Casts to integer, smallint, real and double precision, by assignment (bigint's are by
 -- assignment or implicit): id::integer, id::double precision and INSERT of an ID into such a
