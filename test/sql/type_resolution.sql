@@ -124,10 +124,11 @@ SELECT s.expr, a.result AS over_bigint, s.result AS over_snowflake,
 FROM sf s JOIN after a USING (expr)
 WHERE as_bigint(s.result) <> a.result;
 SELECT kind, bool_and(fixed_by_id_bigint) AS id_bigint_gives_bigints_answer FROM diff GROUP BY kind ORDER BY kind;
--- the other differences: nullif(id, <double precision>) is a snowflake (bigint's a double precision),
--- and percentile_disc() called without WITHIN GROUP fails with another error
+-- the other differences: nullif(id, <double precision>) is a snowflake_arg, the domain over the
+-- type (bigint's a double precision), and percentile_disc() called without WITHIN GROUP fails
+-- with another error (as before 1.3)
 SELECT expr, over_bigint, over_snowflake FROM diff WHERE kind = 'other' OR NOT fixed_by_id_bigint ORDER BY expr;
--- the operators missing: arithmetic with numeric, real or double precision, ^, |/ and ||/
+-- the operators missing: arithmetic with real or double precision, % and ^ with numeric, ^, |/, ||/
 SELECT DISTINCT substring(over_snowflake FROM 'operator does not exist: (.*)$') AS missing_operator
 FROM diff WHERE kind ~ '^an operator' ORDER BY 1;
 -- nullif(<numeric or double precision>, id) has the type of the comparison's domain
