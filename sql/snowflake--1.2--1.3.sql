@@ -1941,19 +1941,25 @@ BEGIN
             IF NOT EXISTS (SELECT FROM pg_catalog.pg_amop WHERE amopfamily = btree AND amoplefttype = pair[1]
                            AND amoprighttype = pair[2] AND amopstrategy = st) THEN
                 -- snowflake against itself: the helper operators, but the shared =
-                EXECUTE format('ALTER OPERATOR FAMILY pg_catalog.integer_ops USING btree ADD OPERATOR %s %s.%s (%s, %s)',
-                               st, nsp,
-                               CASE WHEN pair[1] = pair[2] AND st <> 3
-                                    THEN (ARRAY['|<|', '|<=|', '', '|>=|', '|>|'])[st]
-                                    ELSE (ARRAY['<', '<=', '=', '>=', '>'])[st] END,
-                               pair[1], pair[2]);
+                -- (the operator by its OID: the comparisons are in pg_catalog, the helpers in
+                -- the extension's schema)
+                EXECUTE format('ALTER OPERATOR FAMILY pg_catalog.integer_ops USING btree ADD OPERATOR %s %s',
+                               st,
+                               (SELECT o.oid::regoperator::text FROM pg_catalog.pg_operator o
+                                WHERE o.oprleft = pair[1] AND o.oprright = pair[2]
+                                  AND o.oprnamespace IN ('pg_catalog'::regnamespace, '@extschema@'::regnamespace)
+                                  AND o.oprname = CASE WHEN pair[1] = pair[2] AND st <> 3
+                                                       THEN (ARRAY['|<|', '|<=|', '', '|>=|', '|>|'])[st]
+                                                       ELSE (ARRAY['<', '<=', '=', '>=', '>'])[st] END));
                 added := added + 1;
             END IF;
         END LOOP;
         IF NOT EXISTS (SELECT FROM pg_catalog.pg_amop WHERE amopfamily = hash AND amoplefttype = pair[1]
                        AND amoprighttype = pair[2] AND amopstrategy = 1) THEN
-            EXECUTE format('ALTER OPERATOR FAMILY pg_catalog.integer_ops USING hash ADD OPERATOR 1 %s.= (%s, %s)',
-                           nsp, pair[1], pair[2]);
+            EXECUTE format('ALTER OPERATOR FAMILY pg_catalog.integer_ops USING hash ADD OPERATOR 1 %s',
+                           (SELECT o.oid::regoperator::text FROM pg_catalog.pg_operator o
+                            WHERE o.oprleft = pair[1] AND o.oprright = pair[2] AND o.oprname = '='
+                              AND o.oprnamespace IN ('pg_catalog'::regnamespace, '@extschema@'::regnamespace)));
             added := added + 1;
         END IF;
     END LOOP;
@@ -1979,6 +1985,26 @@ $$;
 COMMENT ON FUNCTION snowflake_repair_integer_ops() IS
 'adds the snowflake members of pg_catalog.integer_ops that are missing (after pg_upgrade); returns how many';
 REVOKE ALL ON FUNCTION snowflake_repair_integer_ops() FROM PUBLIC;
+
+-- The type's 42 comparisons (snowflake against snowflake, bigint, integer, smallint, both orders)
+-- move to pg_catalog, as min() and max() did: nullif(id, 0) looks its = up through search_path
+-- and returns its first argument as that operator takes it, so with the extension's schema off
+-- search_path it found only bigint's = and returned a bigint (a JSON number).  The helper
+-- operators |<| |<=| |>=| |>| stay in the extension's schema.
+
+DO $$
+DECLARE
+    op regoperator;
+BEGIN
+    FOR op IN SELECT o.oid FROM pg_catalog.pg_operator o
+              WHERE o.oprnamespace = '@extschema@'::regnamespace AND o.oprname IN ('=', '<>', '<', '<=', '>', '>=')
+                AND '@extschema@.snowflake'::regtype IN (o.oprleft, o.oprright)
+              ORDER BY o.oid
+    LOOP
+        EXECUTE format('ALTER OPERATOR %s SET SCHEMA pg_catalog', op);
+    END LOOP;
+END
+$$;
 
 SELECT @extschema@.snowflake_repair_integer_ops();
 
@@ -2053,5 +2079,110 @@ ALTER FUNCTION @extschema@.snowflake_lt(@extschema@.snowflake, @extschema@.snowf
 ALTER FUNCTION @extschema@.snowflake_le(@extschema@.snowflake, @extschema@.snowflake) SUPPORT @extschema@.snowflake_support;
 ALTER FUNCTION @extschema@.snowflake_ge(@extschema@.snowflake, @extschema@.snowflake) SUPPORT @extschema@.snowflake_support;
 ALTER FUNCTION @extschema@.snowflake_gt(@extschema@.snowflake, @extschema@.snowflake) SUPPORT @extschema@.snowflake_support;
+
+-- Comparisons with numeric and double precision (issue 20): id = 5.0, a numeric or
+-- float8 parameter, id IN (1.0, 2.0), id BETWEEN 1.0 AND 2.5 give bigint's answers, computed as
+-- bigint computes them (the snowflake as numeric, or as double precision), not index conditions
+-- (bigint = numeric is none either).  Each operator is a SQL function that the planner inlines,
+-- so the plan holds ((id)::bigint)::numeric = 5.0, bigint's own expression (its estimates, its
+-- hash and merge joins on numeric).
+-- The other side is a domain, never numeric or double precision themselves: an operator
+-- (snowflake, numeric) would be a candidate, as good as numeric = numeric, for every
+-- bigint = numeric and integer < numeric (integers convert to snowflake implicitly): ambiguous.
+-- A domain never matches an argument exactly, so wherever numeric = numeric matches one side
+-- exactly it wins, and only a snowflake (which numeric = numeric cannot take) reaches these.
+-- The double precision operators take a domain over snowflake on the left too: numeric converts
+-- to double precision implicitly, and id = 5.0 must find the numeric operator (one exact
+-- argument) rather than tie with the double precision one.
+-- They live in pg_catalog (with the type's other comparisons, below), so they are found
+-- whatever search_path says.
+
+CREATE DOMAIN snowflake_numeric_arg AS numeric;
+COMMENT ON DOMAIN snowflake_numeric_arg IS 'numeric, as the other side of the snowflake comparisons with numeric';
+CREATE DOMAIN snowflake_float8_arg AS double precision;
+COMMENT ON DOMAIN snowflake_float8_arg IS 'double precision, as the other side of the snowflake comparisons with double precision';
+CREATE DOMAIN snowflake_arg AS @extschema@.snowflake;
+COMMENT ON DOMAIN snowflake_arg IS 'a snowflake, as the left side of its comparisons with double precision';
+
+DO $$
+DECLARE
+    -- operator, function suffix, commutator, negator, restriction and join estimators
+    ops text[] := ARRAY[['=', 'eq', '=', '<>', 'eqsel', 'eqjoinsel'],
+                        ['<>', 'ne', '<>', '=', 'neqsel', 'neqjoinsel'],
+                        ['<', 'lt', '>', '>=', 'scalarltsel', 'scalarltjoinsel'],
+                        ['<=', 'le', '>=', '>', 'scalarlesel', 'scalarlejoinsel'],
+                        ['>', 'gt', '<', '<=', 'scalargtsel', 'scalargtjoinsel'],
+                        ['>=', 'ge', '<=', '<', 'scalargesel', 'scalargejoinsel']];
+    -- function name prefix, left type, right type, body's left and right operands
+    sides text[] := ARRAY[
+        ['snowflake_numeric', '@extschema@.snowflake', '@extschema@.snowflake_numeric_arg',
+         '$1::pg_catalog.int8::pg_catalog.numeric', '$2::pg_catalog.numeric'],
+        ['numeric_snowflake', '@extschema@.snowflake_numeric_arg', '@extschema@.snowflake',
+         '$1::pg_catalog.numeric', '$2::pg_catalog.int8::pg_catalog.numeric'],
+        ['snowflake_float8', '@extschema@.snowflake_arg', '@extschema@.snowflake_float8_arg',
+         '$1::pg_catalog.int8::pg_catalog.float8', '$2::pg_catalog.float8'],
+        ['float8_snowflake', '@extschema@.snowflake_float8_arg', '@extschema@.snowflake_arg',
+         '$1::pg_catalog.float8', '$2::pg_catalog.int8::pg_catalog.float8']];
+BEGIN
+    FOR s IN 1 .. 4 LOOP
+        FOR o IN 1 .. 6 LOOP
+            EXECUTE format('CREATE FUNCTION @extschema@.%s_%s(%s, %s) RETURNS boolean LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE '
+                           'AS %L', sides[s][1], ops[o][2], sides[s][2], sides[s][3],
+                           format('SELECT %s OPERATOR(pg_catalog.%s) %s', sides[s][4], ops[o][1], sides[s][5]));
+            EXECUTE format('CREATE OPERATOR pg_catalog.%s (LEFTARG = %s, RIGHTARG = %s, FUNCTION = @extschema@.%s_%s, '
+                           'COMMUTATOR = OPERATOR(pg_catalog.%s), NEGATOR = OPERATOR(pg_catalog.%s), '
+                           'RESTRICT = pg_catalog.%s, JOIN = pg_catalog.%s)',
+                           ops[o][1], sides[s][2], sides[s][3], sides[s][1], ops[o][2],
+                           ops[o][3], ops[o][4], ops[o][5], ops[o][6]);
+        END LOOP;
+    END LOOP;
+END
+$$;
+
+-- Arithmetic with numeric, the same way: id + 1.5, id / 2.0, 0.5 * id give bigint's numeric
+-- answer (the snowflake as numeric).  Both sides are domains: with a plain snowflake on the
+-- left, id + 1 would tie between int8 + int4 and this operator (one exact argument each).
+-- None with double precision or real: with both, id + 1.5 would tie between them.  No %:
+-- bigint has no int8 % int4, so id % 7 would tie between int8 % int8 and this one (0 exact
+-- arguments each); type_resolution.sql caught it.
+
+DO $$
+DECLARE
+    ops text[] := ARRAY[['+', 'pl'], ['-', 'mi'], ['*', 'mul'], ['/', 'div']];
+BEGIN
+    FOR o IN 1 .. 4 LOOP
+        EXECUTE format('CREATE FUNCTION @extschema@.snowflake_numeric_%s(@extschema@.snowflake_arg, @extschema@.snowflake_numeric_arg) '
+                       'RETURNS numeric LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS %L', ops[o][2],
+                       format('SELECT $1::pg_catalog.int8::pg_catalog.numeric OPERATOR(pg_catalog.%s) $2::pg_catalog.numeric', ops[o][1]));
+        EXECUTE format('CREATE FUNCTION @extschema@.numeric_snowflake_%s(@extschema@.snowflake_numeric_arg, @extschema@.snowflake_arg) '
+                       'RETURNS numeric LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS %L', ops[o][2],
+                       format('SELECT $1::pg_catalog.numeric OPERATOR(pg_catalog.%s) $2::pg_catalog.int8::pg_catalog.numeric', ops[o][1]));
+        EXECUTE format('CREATE OPERATOR pg_catalog.%s (LEFTARG = @extschema@.snowflake_arg, RIGHTARG = @extschema@.snowflake_numeric_arg, '
+                       'FUNCTION = @extschema@.snowflake_numeric_%s)', ops[o][1], ops[o][2]);
+        EXECUTE format('CREATE OPERATOR pg_catalog.%s (LEFTARG = @extschema@.snowflake_numeric_arg, RIGHTARG = @extschema@.snowflake_arg, '
+                       'FUNCTION = @extschema@.numeric_snowflake_%s)', ops[o][1], ops[o][2]);
+    END LOOP;
+END
+$$;
+
+
+-- Casts to integer, smallint, real and double precision, by assignment (bigint's are by
+-- assignment or implicit): id::integer, id::double precision and INSERT of an ID into such a
+-- column work as for a bigint.  Never implicit: an implicit cast to double precision would win
+-- every function that also takes a bigint (abs(id) would become abs(double precision)), as
+-- float8 is the preferred numeric type.
+
+CREATE FUNCTION snowflake_int4(@extschema@.snowflake) RETURNS integer LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+AS 'SELECT $1::pg_catalog.int8::pg_catalog.int4';
+CREATE FUNCTION snowflake_int2(@extschema@.snowflake) RETURNS smallint LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+AS 'SELECT $1::pg_catalog.int8::pg_catalog.int2';
+CREATE FUNCTION snowflake_float4(@extschema@.snowflake) RETURNS real LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+AS 'SELECT $1::pg_catalog.int8::pg_catalog.float4';
+CREATE FUNCTION snowflake_float8(@extschema@.snowflake) RETURNS double precision LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+AS 'SELECT $1::pg_catalog.int8::pg_catalog.float8';
+CREATE CAST (@extschema@.snowflake AS integer) WITH FUNCTION @extschema@.snowflake_int4(@extschema@.snowflake) AS ASSIGNMENT;
+CREATE CAST (@extschema@.snowflake AS smallint) WITH FUNCTION @extschema@.snowflake_int2(@extschema@.snowflake) AS ASSIGNMENT;
+CREATE CAST (@extschema@.snowflake AS real) WITH FUNCTION @extschema@.snowflake_float4(@extschema@.snowflake) AS ASSIGNMENT;
+CREATE CAST (@extschema@.snowflake AS double precision) WITH FUNCTION @extschema@.snowflake_float8(@extschema@.snowflake) AS ASSIGNMENT;
 
 -- (type section: end)

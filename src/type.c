@@ -13,10 +13,12 @@
  *
  * Must never do anything of its own: no checks, no other behaviour than int8's.
  *
- * Three additions for the planner and the DBA: a hint for an update stopped by
+ * Four additions for the planner and the DBA: a hint for an update stopped by
  * an object named snowflake (sf_type_emit_log), a support function that turns
  * a snowflake constant in a range bound into a bigint one (snowflake_support,
- * at the end), and range estimates (sf_type_init).  The planner
+ * at the end), snowflake indexes offered in integer_ops order for merge joins
+ * with bigint indexes (sf_type_relation_info), and range estimates
+ * (sf_type_init).  The planner
  * interpolates inside a histogram bucket only for values of built-in types
  * (convert_to_scalar() in selfuncs.c knows int8, not snowflake), so a range
  * over a snowflake column was estimated in whole buckets: one hour of a large
@@ -34,6 +36,7 @@
 #include "access/stratnum.h"
 #include "access/transam.h"
 #include "catalog/pg_am.h"
+#include "catalog/pg_opfamily.h"
 #include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
 #include "commands/defrem.h"
@@ -41,6 +44,7 @@
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
 #include "nodes/supportnodes.h"
+#include "optimizer/plancat.h"
 #include "tcop/tcopprot.h"
 #include "utils/builtins.h"
 #include "utils/fmgrprotos.h"
@@ -204,6 +208,65 @@ sf_type_relation_stats(PlannerInfo *root, RangeTblEntry *rte,
 	return false;
 }
 
+static get_relation_info_hook_type prev_get_relation_info_hook = NULL;
+
+/*
+ * A merge join needs both inputs in the order of one operator family.  An
+ * index on a snowflake column (snowflake_ops) gives its rows in the order of
+ * snowflake_ops, an index on a bigint column in that of integer_ops: the
+ * same order (both are int8's comparison), but the planner compares pathkeys
+ * by family, so a merge join of the two sorted one side even with both
+ * indexes.  The type's own < cannot join integer_ops (ORDER BY id would then
+ * ask for integer_ops order, which no existing snowflake index gives).  So
+ * each btree index with a snowflake key column is offered to the planner a
+ * second time, reporting integer_ops as that column's order
+ * (sortopfamily): that copy serves merge joins with integer_ops columns, the
+ * original ORDER BY id and max(id).  The copy only orders: no bitmap scans of
+ * it (the original has them).  It is offered only while integer_ops holds the
+ * type's ordering members (not after a pg_upgrade that lost them, until
+ * snowflake_repair_integer_ops()).
+ */
+static void
+sf_type_relation_info(PlannerInfo *root, Oid relationObjectId, bool inhparent,
+					  RelOptInfo *rel)
+{
+	List	   *copies = NIL;
+	ListCell   *lc;
+
+	foreach(lc, rel->indexlist)
+	{
+		IndexOptInfo *index = (IndexOptInfo *) lfirst(lc);
+		IndexOptInfo *copy = NULL;
+
+		if (index->relam != BTREE_AM_OID || index->sortopfamily == NULL)
+			continue;
+		for (int i = 0; i < index->nkeycolumns; i++)
+		{
+			Oid			typ = index->opcintype[i];
+
+			if (index->sortopfamily[i] == INTEGER_BTREE_FAM_OID || !sf_type_is(typ) ||
+				!OidIsValid(get_opfamily_member(INTEGER_BTREE_FAM_OID, typ, typ, BTLessStrategyNumber)) ||
+				!OidIsValid(get_opfamily_member(INTEGER_BTREE_FAM_OID, typ, typ, BTEqualStrategyNumber)))
+				continue;
+			if (copy == NULL)
+			{
+				copy = makeNode(IndexOptInfo);
+				memcpy(copy, index, sizeof(IndexOptInfo));
+				copy->sortopfamily = palloc(sizeof(Oid) * index->nkeycolumns);
+				memcpy(copy->sortopfamily, index->sortopfamily, sizeof(Oid) * index->nkeycolumns);
+				copy->amhasgetbitmap = false;
+			}
+			copy->sortopfamily[i] = INTEGER_BTREE_FAM_OID;
+		}
+		if (copy != NULL)
+			copies = lappend(copies, copy);
+	}
+	rel->indexlist = list_concat(rel->indexlist, copies);
+
+	if (prev_get_relation_info_hook)
+		prev_get_relation_info_hook(root, relationObjectId, inhparent, rel);
+}
+
 static emit_log_hook_type prev_emit_log_hook = NULL;
 
 /*
@@ -254,6 +317,8 @@ sf_type_init(void)
 {
 	prev_get_relation_stats_hook = get_relation_stats_hook;
 	get_relation_stats_hook = sf_type_relation_stats;
+	prev_get_relation_info_hook = get_relation_info_hook;
+	get_relation_info_hook = sf_type_relation_info;
 	prev_emit_log_hook = emit_log_hook;
 	emit_log_hook = sf_type_emit_log;
 	CacheRegisterSyscacheCallback(TYPEOID, sf_type_forget, (Datum) 0);

@@ -45,7 +45,7 @@ SELECT 'aggregate', p.oid::regprocedure::text || ' in ' || p.pronamespace::regna
 FROM pg_catalog.pg_aggregate a JOIN pg_catalog.pg_proc p ON p.oid = a.aggfnoid
 WHERE p.proargtypes[0] = pg_catalog.to_regtype('snowflake');
 
-SELECT plan(26);
+SELECT plan(27);
 
 CREATE EXTENSION snowflake SCHEMA snowflake_pgtap_ext;
 CREATE TEMP TABLE fresh AS SELECT * FROM state;
@@ -61,12 +61,12 @@ SELECT set_eq($$SELECT num, member FROM int_ops WHERE am = 'btree' AND kind = 'o
               'snowflake''s own = is shared; its ordering strategies are the helper operators |<| |<=| |>=| |>|');
 SELECT is((SELECT array_agg(f.opfname::text ORDER BY f.opfname) FROM pg_catalog.pg_amop a
            JOIN pg_catalog.pg_opfamily f ON f.oid = a.amopfamily
-           WHERE a.amopopr = 'snowflake_pgtap_ext.<(snowflake_pgtap_ext.snowflake,snowflake_pgtap_ext.snowflake)'::regoperator
+           WHERE a.amopopr = 'pg_catalog.<(snowflake_pgtap_ext.snowflake,snowflake_pgtap_ext.snowflake)'::regoperator
              AND a.amopmethod = (SELECT oid FROM pg_am WHERE amname = 'btree')),
           ARRAY['snowflake_ops'], 'the type''s < is in snowflake_ops only (ORDER BY id keeps using snowflake indexes)');
 SELECT is((SELECT array_agg(f.opfname::text ORDER BY f.opfname) FROM pg_catalog.pg_amop a
            JOIN pg_catalog.pg_opfamily f ON f.oid = a.amopfamily
-           WHERE a.amopopr = 'snowflake_pgtap_ext.=(snowflake_pgtap_ext.snowflake,bigint)'::regoperator
+           WHERE a.amopopr = 'pg_catalog.=(snowflake_pgtap_ext.snowflake,bigint)'::regoperator
              AND a.amopmethod = (SELECT oid FROM pg_am WHERE amname = 'btree')),
           ARRAY['integer_ops', 'snowflake_ops'], 'snowflake = bigint is in both btree families');
 SELECT is((SELECT count(*) FROM int_ops WHERE am = 'hash' AND kind = 'op' AND 'snowflake' IN (lt, rt)),
@@ -87,8 +87,17 @@ SELECT set_eq($$SELECT format_type(castsource, NULL), castcontext::text FROM pg_
               'casts to snowflake: implicit from the integers, by assignment from numeric, explicit from jsonb');
 SELECT set_eq($$SELECT format_type(casttarget, NULL), castcontext::text FROM pg_catalog.pg_cast
                 WHERE castsource = 'snowflake'::regtype$$,
-              $$VALUES ('bigint', 'i'), ('numeric', 'a')$$,
-              'casts from snowflake unchanged: implicit to bigint, by assignment to numeric, none to json');
+              $$VALUES ('bigint', 'i'), ('numeric', 'a'), ('integer', 'a'), ('smallint', 'a'), ('real', 'a'), ('double precision', 'a')$$,
+              'casts from snowflake: implicit to bigint, by assignment to numeric, integer, smallint, real and double precision, none to json');
+SELECT set_eq($$SELECT o.oprname::text AS op, format_type(o.oprleft, NULL) AS l, format_type(o.oprright, NULL) AS r, o.oprnamespace::regnamespace::text AS nsp
+                FROM pg_catalog.pg_operator o
+                WHERE o.oprcode::regproc::text ~ 'snowflake' AND o.oprname IN ('=', '<>', '<', '<=', '>', '>=')$$,
+              $$SELECT op, l, r, 'pg_catalog' FROM unnest(ARRAY['=', '<>', '<', '<=', '>', '>=']) op,
+                  (VALUES ('snowflake', 'snowflake'), ('snowflake', 'bigint'), ('snowflake', 'integer'), ('snowflake', 'smallint'),
+                          ('bigint', 'snowflake'), ('integer', 'snowflake'), ('smallint', 'snowflake'),
+                          ('snowflake', 'snowflake_numeric_arg'), ('snowflake_numeric_arg', 'snowflake'),
+                          ('snowflake_arg', 'snowflake_float8_arg'), ('snowflake_float8_arg', 'snowflake_arg')) t(l, r)$$,
+              'the 66 comparisons (with numeric and double precision through domains) are in pg_catalog');
 SELECT set_eq($$SELECT p.proname::text, p.pronamespace::regnamespace::text, format_type(p.prorettype, NULL)
                 FROM pg_catalog.pg_aggregate a JOIN pg_catalog.pg_proc p ON p.oid = a.aggfnoid
                 WHERE p.proargtypes[0] = 'snowflake'::regtype$$,
@@ -138,7 +147,7 @@ ALTER EXTENSION snowflake UPDATE TO '1.3';
 SELECT set_eq($$SELECT * FROM state$$, $$SELECT * FROM fresh$$, 'update from 1.2: the same');
 SELECT ok(EXISTS (SELECT FROM pg_catalog.pg_amop a JOIN pg_catalog.pg_opclass c ON c.opcfamily = a.amopfamily
                   WHERE c.oid = (SELECT i.indclass[0] FROM pg_catalog.pg_index i WHERE i.indexrelid = 't12_pkey'::regclass)
-                    AND a.amopopr = 'snowflake_pgtap_ext.<(snowflake_pgtap_ext.snowflake,snowflake_pgtap_ext.snowflake)'::regoperator),
+                    AND a.amopopr = 'pg_catalog.<(snowflake_pgtap_ext.snowflake,snowflake_pgtap_ext.snowflake)'::regoperator),
           'an index made by 1.2 still orders by the type''s own <');
 DROP TABLE c12, t12;
 DROP EXTENSION snowflake;

@@ -70,9 +70,12 @@ SELECT count(*) AS casts_to_json FROM pg_cast WHERE castsource = 'snowflake'::re
 SELECT 'x'::snowflake;
 SELECT '9223372036854775808'::snowflake;
 SELECT 1e19::snowflake;
+-- numeric compares and adds as with a bigint (test/sql/type_resolution.sql has the rest);
+-- arithmetic with double precision does not exist
 -- (terse: PostgreSQL 19 words the detail and hint of a missing operator differently)
+SELECT id, id + 1.5 AS plus, pg_typeof(id / 2.0) AS divided FROM t WHERE id = 5.0;
 \set VERBOSITY terse
-SELECT id FROM t WHERE id = 5.0;
+SELECT id * 0.5::double precision FROM t WHERE id = 5;
 \set VERBOSITY default
 INSERT INTO t (id, name) VALUES (1724551110457221119, 'duplicate');
 

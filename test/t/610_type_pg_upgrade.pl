@@ -90,6 +90,19 @@ like($new->safe_psql('postgres', $lookup), qr/Index Scan using child_parent_id_i
 is($new->safe_psql('postgres', $ri_delete), '0', 'and deleting parents scans no child');
 is($new->safe_psql('postgres', q{SELECT snowflake_repair_integer_ops()}), '0', 'a second repair adds nothing');
 
+# the comparisons live in pg_catalog (with numeric and double precision too): pg_upgrade carries
+# them, as members of the extension
+is($new->safe_psql('postgres', q{SELECT count(*) FROM pg_operator
+	WHERE oprnamespace = 'pg_catalog'::regnamespace AND oprcode::regproc::text ~ 'snowflake'}), '74',
+	'after pg_upgrade: the 66 comparisons and 8 numeric + - * / are in pg_catalog');
+is($new->safe_psql('postgres', q{SELECT count(*) FILTER (WHERE id = 5.0) || ' ' || count(*) FILTER (WHERE id < 5.5::float8)
+	|| ' ' || pg_typeof(nullif(min(id), 0)) || ' ' || (min(id) + 1.5) FROM parent}), '1 5 snowflake 2.5',
+	'after pg_upgrade: comparisons with numeric and double precision work, nullif keeps the type');
+my $merge = $new->safe_psql('postgres', q{SET enable_hashjoin = off; SET enable_nestloop = off;
+	EXPLAIN (COSTS OFF) SELECT count(*) FROM child c JOIN parent p ON p.id = c.parent_id});
+like($merge, qr/Index Only Scan using parent_pkey/, 'after the repair: a merge join reads the snowflake index');
+unlike($merge, qr/Sort/, 'and sorts neither side');
+
 # not for anyone else: EXECUTE is revoked from PUBLIC
 $new->safe_psql('postgres', q{CREATE ROLE mallory LOGIN});
 my ($ret, $out, $err) = $new->psql('postgres', q{SELECT snowflake_repair_integer_ops()}, extra_params => [ '-U', 'mallory' ]);
