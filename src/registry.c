@@ -532,7 +532,7 @@ sf_claimer_set(const char *name, const char *value)
  * Undo what a setting of the database or of a role (applied at connection)
  * could use against the claim: act as the bootstrap superuser the worker
  * connected as, and override the settings that change who runs the claim, how
- * an error ends (exit_on_error), or how its SQL and PL/pgSQL are read.  The
+ * an error ends (exit_on_error), or how its SQL is read.  The
  * owner of the database can still rename or drop it: it must be a superuser
  * (docs/fleet.md); a WARNING says so once per start otherwise.
  */
