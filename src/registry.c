@@ -550,6 +550,7 @@ sf_claimer_immune(void)
 	sf_claimer_set("standard_conforming_strings", "on");
 	sf_claimer_set("transform_null_equals", "off");
 	sf_claimer_set("check_function_bodies", "on");
+	sf_claimer_set("max_parallel_workers_per_gather", "0");
 	tup = SearchSysCache1(DATABASEOID, ObjectIdGetDatum(MyDatabaseId));
 	if (HeapTupleIsValid(tup))
 	{

@@ -98,8 +98,10 @@ else
 	like($err, qr/session_authorization/, 'PostgreSQL refuses a database setting of session_authorization');
 }
 
-# Settings that change how an error ends, or how the claim's SQL and PL/pgSQL are read.
-$node->safe_psql('postgres', q{
+# Settings that change how an error ends, how the claim's SQL is read, or where it runs.
+my $force_parallel = $node->safe_psql('postgres', 'SELECT current_setting(\'server_version_num\')::int >= 160000')
+  eq 't' ? 'debug_parallel_query' : 'force_parallel_mode';
+$node->safe_psql('postgres', qq{
 ALTER DATABASE app SET exit_on_error = on;
 ALTER DATABASE app SET statement_timeout = '1ms';
 ALTER DATABASE app SET lock_timeout = '1ms';
@@ -107,8 +109,10 @@ ALTER DATABASE app SET standard_conforming_strings = off;
 ALTER DATABASE app SET transform_null_equals = on;
 ALTER DATABASE app SET default_transaction_read_only = on;
 ALTER DATABASE app SET default_transaction_isolation = 'serializable';
+ALTER DATABASE app SET max_parallel_workers_per_gather = 8;
+ALTER DATABASE app SET $force_parallel = on;
 }, extra_params => [ '-U', 'alice' ]);
-$offset = claims_after_restart('exit_on_error, timeouts, standard_conforming_strings, read only, serializable set for app');
+$offset = claims_after_restart("exit_on_error, timeouts, standard_conforming_strings, read only, serializable, $force_parallel set for app");
 $node->safe_psql('postgres', 'ALTER DATABASE app RESET ALL', extra_params => [ '-U', 'alice' ]);
 
 # alice stops connections to app.
