@@ -223,6 +223,7 @@ CREATE OR REPLACE FUNCTION @extschema@.snowflake_claim_node(registry regclass, l
 RETURNS timestamptz
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp
+SET TimeZone = 'UTC'
 AS $function$
 DECLARE
     dc      int := nullif(current_setting('snowflake.datacenter_id'), '-1')::int;
@@ -370,6 +371,7 @@ CREATE OR REPLACE FUNCTION @extschema@.snowflake_release_node(registry regclass)
 RETURNS boolean
 LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp
+SET TimeZone TO 'UTC'
 AS $function$
 DECLARE
     dc      int := nullif(current_setting('snowflake.datacenter_id'), '-1')::int;

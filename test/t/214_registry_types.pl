@@ -138,6 +138,18 @@ for my $case ([ high_water_ms => 'numeric(16,-5)' ], [ high_water_ms => 'int' ],
 		qr/holds no current registry claim/, 'no claim counted');
 }
 
+# A remote timestamp without time zone holds the lease's end in UTC, whatever the time zone of
+# the session that claims (a claim in Tokyo stored Tokyo's wall time, which a takeover in another
+# time zone read as another instant).
+$node->safe_psql('fleet', 'DROP TABLE public.snowflake_registry; CREATE TABLE public.snowflake_registry ('
+	  . ddl(expires_at => 'timestamp', claimed_at => 'timestamp') . ', PRIMARY KEY (datacenter_id, machine_id))');
+my $until = $node->safe_psql('postgres', "SET TimeZone = 'Asia/Tokyo';
+SELECT extract(epoch FROM public.snowflake_claim_node('public.freg'::pg_catalog.regclass, '1 minute'::interval))");
+is($node->safe_psql('fleet', "SELECT extract(epoch FROM expires_at) FROM public.snowflake_registry"), $until,
+	'a claim from a session in Asia/Tokyo stores the lease\'s end in UTC wall time');
+$node->safe_psql('postgres', "SET TimeZone = 'Asia/Tokyo';
+SELECT public.snowflake_release_node('public.freg'::pg_catalog.regclass)");
+
 # A release whose remote row rounds the mark it records is refused; the fence stays.
 $node->safe_psql('fleet', 'DROP TABLE public.snowflake_registry; CREATE TABLE public.snowflake_registry ('
 	  . ddl() . ', PRIMARY KEY (datacenter_id, machine_id))');
