@@ -197,6 +197,22 @@ BEGIN
                                 'where it is a foreign table, also run ALTER FOREIGN TABLE ... ADD COLUMN high_water_ms bigint on each server.',
                                 registry);
     END IF;
+    -- Exactly the documented column types (attack 17b A1): a real, numeric or int mark, or a
+    -- timestamp, date or timestamptz(0) lease, rounds what a claim or release carries.
+    SELECT a.attname, pg_catalog.format_type(a.atttypid, a.atttypmod) AS typ, w.typ AS want INTO bad
+    FROM (VALUES ('datacenter_id', 'pg_catalog.int4'::pg_catalog.regtype), ('machine_id', 'pg_catalog.int4'),
+                 ('owner', 'pg_catalog.text'), ('claimed_at', 'pg_catalog.timestamptz'),
+                 ('expires_at', 'pg_catalog.timestamptz'), ('high_water_ms', 'pg_catalog.int8')) w(col, typ)
+    JOIN pg_catalog.pg_attribute a ON a.attrelid = registry AND a.attname = w.col AND a.attnum > 0 AND NOT a.attisdropped
+    WHERE a.atttypid <> w.typ OR a.atttypmod <> -1
+    ORDER BY a.attnum LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'registry % column % has type %, not %', registry, pg_catalog.quote_ident(bad.attname), bad.typ, bad.want
+            USING ERRCODE = 'datatype_mismatch',
+                  DETAIL = 'A registry''s columns must have exactly the types of the documented table: another type can round or truncate a lease''s end or a high-water mark, and two servers then issue the same IDs.',
+                  HINT = format('Run ALTER TABLE %s ALTER COLUMN %I TYPE %s (for a foreign table, also on the registry server), and claim again.',
+                                registry, bad.attname, bad.want);
+    END IF;
 END
 $function$;
 
@@ -221,6 +237,7 @@ CREATE OR REPLACE FUNCTION @extschema@.snowflake_claim_node(registry regclass, l
 RETURNS timestamptz
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp
+SET TimeZone = 'UTC'
 AS $function$
 DECLARE
     dc      int := nullif(current_setting('snowflake.datacenter_id'), '-1')::int;
@@ -238,6 +255,8 @@ DECLARE
     fs      record;
     tok     record;
     taking  boolean;
+    kept    bigint;
+    kept_until timestamptz;
 BEGIN
     IF registry IS NULL THEN
         RAISE EXCEPTION 'registry must not be null' USING ERRCODE = 'null_value_not_allowed';
@@ -375,6 +394,18 @@ BEGIN
                              'if another live server holds the node.';
         END;
     END IF;
+    -- Read back what was written: the types behind a foreign table cannot be checked here,
+    -- and one that rounds the lease's end or the mark is refused, nothing counted.
+    EXECUTE format('SELECT expires_at, high_water_ms FROM ONLY %s WHERE datacenter_id = $1 AND machine_id = $2', registry)
+        INTO kept_until, kept USING dc, m;
+    IF kept_until IS DISTINCT FROM until OR kept IS DISTINCT FROM greatest(carried, bound) THEN
+        RAISE EXCEPTION 'registry % does not keep what a claim writes', registry
+            USING ERRCODE = 'datatype_mismatch',
+                  DETAIL = format('expires_at %s and high_water_ms %s were written, and read back as %s and %s: a registry that rounds a lease''s end or a high-water mark can let two servers issue the same IDs.',
+                                  until, greatest(carried, bound), coalesce(kept_until::text, 'NULL'), coalesce(kept::text, 'NULL')),
+                  HINT = 'Give the registry table (on the registry server, for a foreign table) exactly the column types of the documented CREATE TABLE '
+                         '(expires_at timestamptz, high_water_ms bigint), and claim again.';
+    END IF;
     RETURN until;
 END
 $function$;
@@ -383,6 +414,7 @@ CREATE OR REPLACE FUNCTION @extschema@.snowflake_release_node(registry regclass)
 RETURNS boolean
 LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp
+SET TimeZone TO 'UTC'
 AS $function$
 DECLARE
     dc      int := nullif(current_setting('snowflake.datacenter_id'), '-1')::int;
@@ -390,6 +422,7 @@ DECLARE
     me      text := @extschema@.snowflake_server_identity();
     holder  text;
     last_ms bigint;
+    kept    bigint;
 BEGIN
     IF dc IS NULL OR m IS NULL THEN
         RAISE EXCEPTION 'snowflake.datacenter_id and snowflake.machine_id must be set to release a node'
@@ -420,6 +453,18 @@ BEGIN
     EXECUTE format('UPDATE ONLY %s SET expires_at = ''-infinity'', high_water_ms = $1'
                    ' WHERE datacenter_id = $2 AND machine_id = $3', registry)
         USING last_ms, dc, m;
+    -- Read back (see snowflake_claim_node()): a mark kept rounded is refused (the fence stays).
+    EXECUTE format('SELECT high_water_ms FROM ONLY %s WHERE datacenter_id = $1 AND machine_id = $2'
+                   ' AND expires_at = ''-infinity''', registry)
+        INTO kept USING dc, m;
+    IF kept IS DISTINCT FROM last_ms THEN
+        RAISE EXCEPTION 'registry % does not keep what a release writes', registry
+            USING ERRCODE = 'datatype_mismatch',
+                  DETAIL = format('expires_at -infinity and high_water_ms %s were written, and read back as %s: a registry that rounds the mark can let the next holder repeat IDs.',
+                                  last_ms, coalesce(kept::text, 'NULL (or another expires_at)')),
+                  HINT = 'Give the registry table (on the registry server, for a foreign table) exactly the column types of the documented CREATE TABLE '
+                         '(expires_at timestamptz, high_water_ms bigint); the node stays fenced until the next claim.';
+    END IF;
     RETURN true;
 END
 $function$;
@@ -748,7 +793,7 @@ BEGIN
                                 THEN format('Function %s belongs to role %s, not to you; its code runs with your rights, and may have taken over the call (an overload of snowflake_migrate_column() in a schema that role can create in).',
                                             v_fn, quote_ident(pg_get_userbyid((SELECT p.proowner FROM pg_proc p WHERE p.oid = v_fn))))
                                 ELSE 'The owner of the enclosing function cannot be told; its code runs with your rights, and may have taken over the call (an overload of snowflake_migrate_column() in a schema another role can create in).' END,
-                  HINT = format('Call the function schema-qualified and fully typed, at top level: SELECT %s.snowflake_migrate_column(''tbl''::regclass, ''id''::name, ''bigint''::regtype);',
+                  HINT = format('Call the function schema-qualified and fully typed, at top level: SELECT %s.snowflake_migrate_column(''tbl''::pg_catalog.regclass, ''id''::pg_catalog.name, ''bigint''::pg_catalog.regtype);',
                                 quote_ident((SELECT n.nspname FROM pg_namespace n JOIN pg_extension e ON e.extnamespace = n.oid WHERE e.extname = 'snowflake')));
     END LOOP;
     -- The extension's schema, writable by a role the caller does not trust: refused below,

@@ -34,7 +34,9 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "access/htup_details.h"
 #include "access/xact.h"
+#include "catalog/pg_database.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "fmgr.h"
@@ -52,6 +54,7 @@
 #include "utils/guc.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
+#include "utils/syscache.h"
 #include "utils/timeout.h"
 #include "utils/timestamp.h"
 #include "utils/varlena.h"
@@ -155,7 +158,7 @@ sf_claim_refuse(SnowflakeSlot *slot, int node, int64 now_ms, int64 last_tick, co
 				 errmsg("%s refused: this server holds no current registry claim for datacenter %d, machine %d",
 						caller, SF_NODE_DC(node), SF_NODE_M(node)),
 				 errdetail("snowflake.require_claim is on; the claim was never taken since start-up, was released, or its lease ended."),
-				 errhint("Run SELECT <extension schema>.snowflake_claim_node('<schema>.<registry table>'::regclass, '5 minutes'::interval), and renew it before the lease ends (the registry worker, snowflake.registry, does both).")));
+				 errhint("Run SELECT <extension schema>.snowflake_claim_node('<schema>.<registry table>'::pg_catalog.regclass, '5 minutes'::interval), and renew it before the lease ends (the registry worker, snowflake.registry, does both).")));
 
 	ereport(ERROR,
 			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -164,7 +167,7 @@ sf_claim_refuse(SnowflakeSlot *slot, int node, int64 now_ms, int64 last_tick, co
 			 errdetail("snowflake.require_claim is on; IDs under a claim may run at most snowflake.max_lead_ms (as it was when the claim was taken) past the lease's end, "
 					   "here %lld ms past the bound; a release (also one rolled back) fences the node at the last ID issued until the next claim.",
 					   (long long) (last_tick + SF_EPOCH_UNIX_MS - bound)),
-			 errhint("Renew the claim (<extension schema>.snowflake_claim_node('<schema>.<registry table>'::regclass, '5 minutes'::interval)); after a release, claim the node again.")));
+			 errhint("Renew the claim (<extension schema>.snowflake_claim_node('<schema>.<registry table>'::pg_catalog.regclass, '5 minutes'::interval)); after a release, claim the node again.")));
 }
 
 /* ---- pending claims and the transaction callbacks ---- */
@@ -373,7 +376,7 @@ snowflake_note_claim(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("permission denied for function snowflake_note_claim"),
 				 errdetail("Only a superuser, or snowflake.registry_role inside the registry worker's claim, may record a claim."),
-				 errhint("Claim with <extension schema>.snowflake_claim_node('<schema>.<registry table>'::regclass, '5 minutes'::interval) as a superuser, or let the registry worker claim.")));
+				 errhint("Claim with <extension schema>.snowflake_claim_node('<schema>.<registry table>'::pg_catalog.regclass, '5 minutes'::interval) as a superuser, or let the registry worker claim.")));
 	if (!superuser() &&
 		node != sf_datacenter_id * (int) (SF_MAX_MACHINE + 1) + sf_machine_id)
 		ereport(ERROR,
@@ -717,7 +720,7 @@ snowflake_claim_token(PG_FUNCTION_ARGS)
 		claim.carried_ms = -1;
 		claim.token_noted = true;
 		sf_pending_add(&claim);
-		values[0] = CStringGetTextDatum(psprintf("%016" INT64_MODIFIER "x", token));
+		values[0] = CStringGetTextDatum(psprintf("%016llx", (unsigned long long) token));
 	}
 	else
 		nulls[0] = true;
@@ -827,6 +830,47 @@ static void
 sf_claimer_set(const char *name, const char *value)
 {
 	SetConfigOption(name, value, PGC_SUSET, PGC_S_OVERRIDE);
+}
+
+/*
+ * Undo what a setting of the database or of a role (applied at connection)
+ * could use against the claim: act as the bootstrap superuser the worker
+ * connected as, and override the settings that change who runs the claim, how
+ * an error ends (exit_on_error), or how its SQL is read.  The
+ * owner of the database can still rename or drop it: it must be a superuser
+ * (docs/fleet.md); a WARNING says so once per start otherwise.
+ */
+static void
+sf_claimer_immune(void)
+{
+	HeapTuple	tup;
+
+	StartTransactionCommand();
+	SetConfigOption("session_authorization", GetUserNameFromId(GetAuthenticatedUserId(), false),
+					PGC_SUSET, PGC_S_OVERRIDE);
+	sf_claimer_set("role", "none");
+	sf_claimer_set("statement_timeout", "0");
+	sf_claimer_set("exit_on_error", "off");
+	sf_claimer_set("standard_conforming_strings", "on");
+	sf_claimer_set("transform_null_equals", "off");
+	sf_claimer_set("check_function_bodies", "on");
+	sf_claimer_set("max_parallel_workers_per_gather", "0");
+	tup = SearchSysCache1(DATABASEOID, ObjectIdGetDatum(MyDatabaseId));
+	if (HeapTupleIsValid(tup))
+	{
+		Oid			owner = ((Form_pg_database) GETSTRUCT(tup))->datdba;
+
+		if (!superuser_arg(owner))
+			ereport(WARNING,
+					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+					 errmsg("snowflake.registry_database \"%s\" is owned by role \"%s\", which is not a superuser",
+							sf_registry_database, GetUserNameFromId(owner, false)),
+					 errdetail("The owner of the database can rename or drop it, and so stop the registry worker from claiming: generation then stops at the end of the lease."),
+					 errhint("Give the database to a superuser (ALTER DATABASE %s OWNER TO a superuser), or set snowflake.registry_database to one a superuser owns.",
+							 quote_identifier(sf_registry_database))));
+		ReleaseSysCache(tup);
+	}
+	CommitTransactionCommand();
 }
 
 /*
@@ -988,7 +1032,9 @@ snowflake_claimer_main(Datum main_arg)
 	pqsignal(SIGTERM, die);
 	BackgroundWorkerUnblockSignals();
 
-	BackgroundWorkerInitializeConnection(sf_registry_database, NULL, 0);
+	/* ALTER DATABASE ... ALLOW_CONNECTIONS false must not stop the claim. */
+	BackgroundWorkerInitializeConnection(sf_registry_database, NULL, BGWORKER_BYPASS_ALLOWCONN);
+	sf_claimer_immune();
 
 	/*
 	 * Nothing a role can create may be found by an unqualified name, for the

@@ -84,7 +84,7 @@ for my $doc ('README.md', 'docs/fleet.md', 'docs/failover.md', 'docs/operations.
 {
 	my $text = slurp_file("$FindBin::RealBin/../../$doc");
 	push @lines, map { [ $doc, $_ ] }
-	  ($text =~ /(snowflake_(?:claim|release)_node\('[^']*'(?:::\w+)?(?:,\s*'[^']*'(?:::\w+)?)?\))/g);
+	  ($text =~ /(snowflake_(?:claim|release)_node\('[^']*'(?:::[\w.]+)?(?:,\s*'[^']*'(?:::[\w.]+)?)?\))/g);
 }
 my %kinds = map { ($_->[1] =~ /(claim|release)/)[0] => 1 } @lines;
 ok($kinds{claim} && $kinds{release}, 'the documentation gives by-hand claim and release calls (' . scalar(@lines) . ')');
@@ -94,7 +94,7 @@ for my $l (@lines)
 	# (a hint's placeholder names the extension's schema)
 	$call =~ s/<extension schema>\./public./g;
 	$call =~ s/'<[^']*>'/'public.snowflake_registry'/;
-	like($call, qr/^snowflake_\w+\('[^']*'::regclass(, '[^']*'::interval)?\)$/, "$doc: \"$call\" types every argument exactly");
+	like($call, qr/^snowflake_\w+\('[^']*'::pg_catalog\.regclass(, '[^']*'::interval)?\)$/, "$doc: \"$call\" types every argument exactly");
 	$node->psql('appdb', "SELECT public.$call") unless $call =~ /^public\./;
 	$node->psql('appdb', "SELECT $call") if $call =~ /^public\./;
 	is(is_superuser('app'), 'f', "$doc: \"$call\" run by a superuser runs no planted function");
