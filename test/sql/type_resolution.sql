@@ -90,7 +90,8 @@ CREATE TABLE src_sf (x snowflake, b bigint, n integer, m numeric, f double preci
 INSERT INTO src_sf SELECT * FROM src;
 
 CREATE TABLE after AS SELECT expr, probe(expr, 'src') AS result FROM expr;
-SELECT count(*) AS compared, count(*) FILTER (WHERE b.result IS DISTINCT FROM a.result) AS changed_by_the_extension
+-- (how many: 7268 on PostgreSQL 15, more where a later version has more functions)
+SELECT count(*) > 7000 AS compared_over_7000, count(*) FILTER (WHERE b.result IS DISTINCT FROM a.result) AS changed_by_the_extension
 FROM before b JOIN after a USING (expr);
 SELECT b.expr, b.result AS before, a.result AS after FROM before b JOIN after a USING (expr)
 WHERE b.result IS DISTINCT FROM a.result ORDER BY 1;
