@@ -17,11 +17,14 @@
  */
 #include "postgres.h"
 
+#include <unistd.h>
+
 #include "access/xlog.h"
 #include "access/xlogrecovery.h"
 #include "miscadmin.h"
-#include "storage/condition_variable.h"
 #include "replication/walreceiver.h"
+#include "storage/condition_variable.h"
+#include "storage/fd.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
 #include "utils/wait_event.h"
@@ -45,6 +48,9 @@ static int	sf_writer_failures = 0;
 static int64 sf_writer_retry_ns = 0;
 
 static void sf_mark_writer_adopt(void);
+/* PostgreSQL's backup_label: a data directory restored from a base backup has it until recovery starts. */
+#define SF_BACKUP_LABEL_FILE	"backup_label"
+
 /* The writer looks at the clock at least this often. */
 #define SF_WATCH_LOOK_MS	1000
 
@@ -700,6 +706,7 @@ sf_mark_load(SnowflakeShared *shared, SnowflakeStateImage *out)
 	char		why[sizeof(shared->message)];
 	bool		imported;
 	bool		held;
+	bool		restored;
 
 	shared->status = SF_STATE_OK;
 	shared->floor = 0;
@@ -714,6 +721,20 @@ sf_mark_load(SnowflakeShared *shared, SnowflakeStateImage *out)
 	}
 	shared->owner = shared->self;
 	shared->standby_witness = sf_witness_names_self(&shared->self);
+
+	/*
+	 * backup_label: this data directory is being restored from a base backup
+	 * (pg_basebackup, a PITR restore; pg_rewind writes one too), so its state
+	 * file and standby witness came from the backup (F2).  A witness in it
+	 * proves nothing about this directory now: it goes.
+	 */
+	restored = access(SF_BACKUP_LABEL_FILE, F_OK) == 0;
+	if (restored)
+	{
+		shared->standby_witness = false;
+		if (access(SF_WITNESS_FILE, F_OK) == 0)
+			(void) durable_unlink(SF_WITNESS_FILE, WARNING);
+	}
 
 	st = sf_statefile_read(&img, why, sizeof(why));
 	if (st == SF_READ_UNREADABLE)
@@ -761,7 +782,34 @@ sf_mark_load(SnowflakeShared *shared, SnowflakeStateImage *out)
 	shared->file_tli = img.timeline;
 	shared->floor = img.mark;
 	shared->clock_seen = img.wall_unix_ms > 0 ? (uint64) img.wall_unix_ms : 0;	/* the clock at the last write */
-	if (sf_identity_same(&img.owner, &shared->self))
+	if (sf_identity_same(&img.owner, &shared->self) && restored)
+	{
+		SnowflakeStateResult res;
+
+		/*
+		 * A base backup of this very data directory restored into it (the
+		 * directory kept its inode and birth time): the file holds the
+		 * backup's mark, and the original may have issued IDs beyond it
+		 * after the backup.  It is a copy until snowflake_adopt_state().
+		 * The file now names no directory (inode 0), so that it stays a copy
+		 * once backup_label is gone (the startup process renames it).
+		 */
+		memset(&shared->owner, 0, sizeof(shared->owner));
+		shared->copied = true;
+		img.owner = shared->owner;
+		res = sf_statefile_write(&img);
+		if (!res.ok)
+			sf_report_write(res.save_errno, res.step, WARNING,
+							"This data directory was restored from a base backup (it has backup_label): it is a copy until snowflake_adopt_state(), "
+							"but the state file could not record it; after a crash re-initialisation it could be taken for the original.");
+		ereport(WARNING,
+				(errmsg("snowflake state file \"%s\" comes from a base backup restored into this data directory: this one is a copy",
+						SF_STATE_FILE),
+				 errdetail("The data directory has \"%s\": its state file holds the backup's mark, and the server the backup was taken from "
+						   "may have issued IDs beyond it.", SF_BACKUP_LABEL_FILE),
+				 errhint("snowflake_next() refuses until the node state is adopted with snowflake_adopt_state(); see the snowflake README, section Running a fleet.")));
+	}
+	else if (sf_identity_same(&img.owner, &shared->self))
 	{
 		/* The same directory: record its identity as this build reads it, at the next write. */
 		shared->owner = shared->self;
