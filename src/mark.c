@@ -23,6 +23,7 @@
 #include "access/xlogrecovery.h"
 #include "miscadmin.h"
 #include "replication/walreceiver.h"
+#include "replication/walsender_private.h"
 #include "storage/condition_variable.h"
 #include "storage/fd.h"
 #include "storage/ipc.h"
@@ -55,6 +56,9 @@ static void sf_mark_writer_adopt(void);
 #define SF_WATCH_LOOK_MS	1000
 
 static long sf_mark_writer_look(void);
+
+/* The writer: streaming WAL senders at its last owner record; -1: none logged yet. */
+static int	sf_owner_senders = -1;
 
 /* The writer: whether a failed write of the standby witness was logged. */
 static bool sf_witness_failed = false;
@@ -220,7 +224,7 @@ sf_mark_write(int64 target, bool wait, bool by_writer)
 	 * an ID beyond the old one.  (XLogInsert can only fail by PANIC here; the
 	 * lock is released by the abort in any case.)
 	 */
-	sf_wal_log_mark((uint64) target);
+	sf_wal_log_mark((uint64) target, sf_shared->copied ? NULL : &sf_shared->self);
 	memset(&img, 0, sizeof(img));
 	img.mark = (uint64) target;
 	sf_mark_clock(&img);
@@ -324,6 +328,53 @@ sf_mark_record_timeline(void)
 	return res.ok;
 }
 
+/* Physical or logical WAL senders streaming now. */
+static int
+sf_streaming_senders(void)
+{
+	int			n = 0;
+
+	if (WalSndCtl == NULL)
+		return 0;
+	for (int i = 0; i < max_wal_senders; i++)
+	{
+		WalSnd	   *w = &WalSndCtl->walsnds[i];
+		bool		streaming;
+
+		SpinLockAcquire(&w->mutex);
+		streaming = w->pid != 0 && w->state == WALSNDSTATE_STREAMING;
+		SpinLockRelease(&w->mutex);
+		if (streaming)
+			n++;
+	}
+	return n;
+}
+
+/*
+ * The writer of a primary that owns its node state logs the published mark,
+ * naming itself as the owner: once when it starts (after recovery, an import,
+ * or an adoption), and again whenever more standbys stream than at its last
+ * such record.  Standbys witness the owner only from such records (19b F1):
+ * an idle primary's standbys need one.  A standby's replayed mark is then
+ * never below the primary's file, an imported mark included (19b F3).
+ */
+static void
+sf_mark_log_owner(void)
+{
+	int			senders = sf_streaming_senders();
+
+	if (sf_owner_senders >= 0 && senders <= sf_owner_senders)
+	{
+		sf_owner_senders = senders;
+		return;
+	}
+	LWLockAcquire(sf_shared->lock, LW_EXCLUSIVE);
+	if (!sf_shared->copied)
+		sf_wal_log_mark(pg_atomic_read_u64(&sf_shared->reserved), &sf_shared->self);
+	LWLockRelease(sf_shared->lock);
+	sf_owner_senders = senders;
+}
+
 /* A mark for need_tick: from the later of it and the clock, reserving ahead. */
 static int64
 sf_mark_target(int64 need_tick)
@@ -391,8 +442,13 @@ sf_mark_writer_look(void)
 		(pg_atomic_read_u32(&sf_shared->clock_held_recorded) != 0))
 		sf_mark_record_hold(true);
 
-	/* In standby mode, streaming from a primary: witness it (F1/F2). */
-	if (RecoveryInProgress() && !sf_shared->standby_witness && sf_wal_receiver_streaming())
+	/*
+	 * In standby mode, streaming from a primary, once a record of the node
+	 * state's owner has been replayed: witness it (F1/F2; 19b F1: a standby
+	 * of a refused copy streams, but never from the owner).
+	 */
+	if (RecoveryInProgress() && !sf_shared->standby_witness && sf_shared->owner_streamed &&
+		sf_wal_receiver_streaming())
 	{
 		if (sf_witness_write(&sf_shared->self))
 		{
@@ -400,7 +456,9 @@ sf_mark_writer_look(void)
 			ereport(LOG,
 					(errmsg("snowflake recorded in \"%s\" that this data directory (%s) streams as a standby",
 							SF_WITNESS_FILE, sf_identity_text(&sf_shared->self)),
-					 errdetail("snowflake.failover_adopt adopts the node state after a promotion only where this file names the data directory itself.")));
+					 errdetail("It replayed, streaming, a record of the owner of the node state (%s). "
+							   "snowflake.failover_adopt adopts the node state after a promotion only where this file names the data directory itself.",
+							   sf_identity_text(&sf_shared->owner))));
 		}
 		else if (!sf_witness_failed)
 		{
@@ -423,6 +481,10 @@ sf_mark_writer_look(void)
 	/* An adoption a caller waits for. */
 	if (pg_atomic_read_u32(&sf_shared->adopt_wanted) == SF_ADOPT_WANTED)
 		sf_mark_writer_adopt();
+
+	/* The owner's record: at start, after an adoption, when a standby connects. */
+	if (!sf_shared->copied)
+		sf_mark_log_owner();
 
 	/*
 	 * The owner's file records the timeline it is on (after a promotion or an
@@ -713,6 +775,7 @@ sf_mark_load(SnowflakeShared *shared, SnowflakeStateImage *out)
 	shared->clock_seen = 0;
 	shared->copied = false;
 	shared->file_tli = 0;
+	shared->owner_streamed = false;
 
 	if (!sf_datadir_identity(&shared->self))
 	{
@@ -957,18 +1020,35 @@ sf_replay_unwritten_report(int code, Datum arg)
 }
 
 void
-sf_mark_replayed(uint64 mark_tick)
+sf_mark_replayed(uint64 mark_tick, const SnowflakeIdentity *writer)
 {
 	uint64		start_word = SF_WORD(mark_tick, SF_MAX_SEQUENCE);
 	SnowflakeStateResult res = {true, 0, SF_STEP_NONE};
 	uint32		timeline = sf_timeline_now();
 	bool		own_crash;
+	bool		from_owner;
+	bool		new_owner;
+	uint64		reserved;
 
 	if (sf_shared == NULL)
 		return;
 
+	/*
+	 * A record of an owning primary (another data directory), replayed by a
+	 * standby while it streams: the primary upstream owns the node state.  The
+	 * standby's file names that owner from now on (a standby re-pointed to a
+	 * promoted standby that adopted follows the new owner), and the writer
+	 * may witness it (19b F1).  Never in crash or archive recovery: a
+	 * restored backup replays its own old records.
+	 */
+	from_owner = writer != NULL && StandbyMode && sf_wal_receiver_streaming() &&
+		!sf_identity_same(writer, &sf_shared->self);
+
 	LWLockAcquire(sf_shared->lock, LW_EXCLUSIVE);
-	if (mark_tick > pg_atomic_read_u64(&sf_shared->reserved))
+	reserved = pg_atomic_read_u64(&sf_shared->reserved);
+	new_owner = from_owner && sf_shared->status == SF_STATE_OK &&
+		!sf_identity_same(writer, &sf_shared->owner);
+	if (mark_tick > reserved || new_owner)
 	{
 		/* Never write over a file found damaged: it may hold a higher mark. */
 		if (sf_shared->status == SF_STATE_OK)
@@ -976,20 +1056,24 @@ sf_mark_replayed(uint64 mark_tick)
 			SnowflakeStateImage img;
 
 			memset(&img, 0, sizeof(img));
-			img.mark = mark_tick;
+			img.mark = Max(mark_tick, reserved);
 			sf_mark_clock(&img);
-			img.owner = sf_shared->owner;
+			img.owner = new_owner ? *writer : sf_shared->owner;
 			img.timeline = timeline;
 			res = sf_statefile_write(&img);
 		}
 		if (res.ok)
 		{
 			pg_write_barrier();
-			pg_atomic_write_u64(&sf_shared->reserved, mark_tick);
+			pg_atomic_write_u64(&sf_shared->reserved, Max(mark_tick, reserved));
 			if (sf_shared->status == SF_STATE_OK)
 				sf_shared->file_tli = timeline;
+			if (new_owner)
+				sf_shared->owner = *writer;
 		}
 	}
+	if (from_owner && res.ok && sf_shared->status == SF_STATE_OK)
+		sf_shared->owner_streamed = true;
 	own_crash = !StandbyMode && !sf_shared->copied;
 	if (res.ok || own_crash)
 	{
@@ -1086,9 +1170,12 @@ sf_mark_writer_adopt(void)
 	if (!res.ok)
 		sf_report_write(res.save_errno, res.step, LOG, "The data directory stays a copy: generation still refuses.");
 	else
+	{
+		sf_owner_senders = -1;	/* the new owner's record, for its standbys */
 		ereport(LOG,
 				(errmsg("snowflake node state adopted by this data directory (%s), from %s",
 						sf_identity_text(&sf_shared->self), sf_identity_text(&old_owner))));
+	}
 }
 
 /*
