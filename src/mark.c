@@ -57,6 +57,9 @@ static void sf_mark_writer_adopt(void);
 
 static long sf_mark_writer_look(void);
 
+/* The postmaster: the own file's mark, while an import is not written yet (sf_mark_load). */
+static uint64 sf_load_own_mark = 0;
+
 /* The writer: streaming WAL senders at its last owner record; -1: none logged yet. */
 static int	sf_owner_senders = -1;
 
@@ -204,6 +207,7 @@ sf_mark_write(int64 target, bool wait, bool by_writer)
 	int64		started;
 	int64		took;
 	uint64		slow;
+	bool		import_done = false;
 
 	if (wait)
 		LWLockAcquire(sf_shared->lock, LW_EXCLUSIVE);
@@ -247,6 +251,11 @@ sf_mark_write(int64 target, bool wait, bool by_writer)
 		sf_shared->file_tli = img.timeline;
 		if (!by_writer)
 			pg_atomic_write_u64(&sf_shared->fail_until_ns, 0);
+		if (sf_shared->import_pending && (uint64) target >= sf_shared->import_mark)
+		{
+			sf_shared->import_pending = false;
+			import_done = true;
+		}
 	}
 	else
 	{
@@ -265,6 +274,17 @@ sf_mark_write(int64 target, bool wait, bool by_writer)
 	LWLockRelease(sf_shared->lock);
 
 	ConditionVariableBroadcast(&sf_shared->mark_cv);
+
+	if (import_done)
+	{
+		if (rename(SF_STATE_IMPORT_FILE, SF_STATE_IMPORTED_FILE) != 0)
+			ereport(LOG,
+					(errmsg("could not rename \"%s\" to \"%s\": %m", SF_STATE_IMPORT_FILE, SF_STATE_IMPORTED_FILE),
+					 errdetail("Its mark is recorded; it is imported again at the next start, which changes nothing.")));
+		ereport(LOG,
+				(errmsg("snowflake recorded the imported durable mark: the state file now holds a mark of " INT64_FORMAT " (Unix ms)",
+						target + SF_EPOCH_UNIX_MS)));
+	}
 
 	if (!res.ok && (!by_writer || sf_writer_failures == 0))
 		sf_report_write(res.save_errno, res.step, LOG,
@@ -729,19 +749,28 @@ sf_mark_import(SnowflakeShared *shared, bool held, bool *imported)
 	img.owner = shared->owner;
 	img.timeline = shared->file_tli;
 	res = sf_statefile_write(&img);
-	if (!res.ok)
-	{
-		const char *action;
-		const char *path;
-
-		sf_write_step_text(res.step, &action, &path);
-		sf_state_damaged(shared, "The mark in \"%s\" could not be recorded (%s %s): %s.",
-						 SF_STATE_IMPORT_FILE, action, path, strerror(res.save_errno));
-		return held;
-	}
-	shared->floor = img.mark;
 	shared->clock_seen = img.wall_unix_ms > 0 ? (uint64) img.wall_unix_ms : 0;
 	*imported = true;
+	if (!res.ok)
+	{
+		/*
+		 * A write failure, not a damaged file (19b F5): generation starts above
+		 * the imported mark (floor) all the same, but the durable mark stays
+		 * the own file's, so no ID is issued until a mark at or above the
+		 * import is written.  The writer tries (demand), backing off as for
+		 * any failed write; the import file stays until then.
+		 */
+		shared->import_pending = true;
+		shared->import_mark = img.mark;
+		sf_load_own_mark = shared->floor;
+		shared->floor = img.mark;
+		sf_report_write(res.save_errno, res.step, WARNING,
+						psprintf("The mark to import from \"%s\" (" INT64_FORMAT " Unix ms) could not be recorded yet: no ID is issued until it is. "
+								 "The reservation writer retries; \"%s\" stays until the mark is written.",
+								 SF_STATE_IMPORT_FILE, (int64) imp.mark + SF_EPOCH_UNIX_MS, SF_STATE_IMPORT_FILE));
+		return img.held;
+	}
+	shared->floor = img.mark;
 	if (rename(SF_STATE_IMPORT_FILE, SF_STATE_IMPORTED_FILE) != 0)
 		ereport(LOG,
 				(errmsg("could not rename \"%s\" to \"%s\": %m", SF_STATE_IMPORT_FILE, SF_STATE_IMPORTED_FILE),
@@ -776,6 +805,8 @@ sf_mark_load(SnowflakeShared *shared, SnowflakeStateImage *out)
 	shared->copied = false;
 	shared->file_tli = 0;
 	shared->owner_streamed = false;
+	shared->import_pending = false;
+	shared->import_mark = 0;
 
 	if (!sf_datadir_identity(&shared->self))
 	{
@@ -916,7 +947,9 @@ sf_mark_startup(SnowflakeShared *shared)
 
 	memset(&img, 0, sizeof(img));
 	found = sf_mark_load(shared, &img);
-	pg_atomic_write_u64(&shared->reserved, shared->floor);
+	pg_atomic_write_u64(&shared->reserved, shared->import_pending ? sf_load_own_mark : shared->floor);
+	/* An import not written yet: the writer writes a mark at or above it (19b F5). */
+	pg_atomic_write_u64(&shared->demand, shared->import_pending ? shared->import_mark : 0);
 	sf_watch_startup(shared, found, &img);
 
 	/* The next ID of every node lies in the first ms after the mark. */

@@ -158,6 +158,8 @@ typedef struct SnowflakeShared
 	pg_atomic_uint64 fail_until_ns;	/* failure episode: next attempt (monotonic ns); 0: none */
 	volatile bool standby_witness;	/* snowflake.standby names this data directory (F1/F2) */
 	volatile bool owner_streamed;	/* replayed, streaming, a MARK record of the owner (19b F1) */
+	volatile bool import_pending;	/* the imported mark is not in the state file yet (19b F5) */
+	uint64		import_mark;	/* that mark (tick), while import_pending */
 	void	   *volatile worker_latch;	/* the writer's latch, NULL when none runs */
 	char		pad3[PG_CACHE_LINE_SIZE];
 	/* The clock watch (watch.c): read on the hot path, written on changes. */
