@@ -23,6 +23,7 @@
 #include "access/xlogrecovery.h"
 #include "miscadmin.h"
 #include "replication/walreceiver.h"
+#include "replication/walsender.h"
 #include "replication/walsender_private.h"
 #include "storage/condition_variable.h"
 #include "storage/fd.h"
@@ -48,10 +49,10 @@ static int	sf_writer_failures = 0;
 /* When the next attempt after a failed write is due (monotonic ns). */
 static int64 sf_writer_retry_ns = 0;
 
-static void sf_mark_writer_adopt(void);
 /* PostgreSQL's backup_label: a data directory restored from a base backup has it until recovery starts. */
 #define SF_BACKUP_LABEL_FILE	"backup_label"
 
+static void sf_mark_writer_adopt(void);
 /* The writer looks at the clock at least this often. */
 #define SF_WATCH_LOOK_MS	1000
 
