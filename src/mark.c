@@ -1103,7 +1103,11 @@ sf_mark_replayed(uint64 mark_tick, const SnowflakeIdentity *writer)
 			if (sf_shared->status == SF_STATE_OK)
 				sf_shared->file_tli = timeline;
 			if (new_owner)
+			{
+				/* Another data directory owns the node state: this one is a copy of it. */
 				sf_shared->owner = *writer;
+				sf_shared->copied = true;
+			}
 		}
 	}
 	if (from_owner && res.ok && sf_shared->status == SF_STATE_OK)
