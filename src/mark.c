@@ -17,11 +17,16 @@
  */
 #include "postgres.h"
 
+#include <unistd.h>
+
 #include "access/xlog.h"
 #include "access/xlogrecovery.h"
 #include "miscadmin.h"
-#include "storage/condition_variable.h"
 #include "replication/walreceiver.h"
+#include "replication/walsender.h"
+#include "replication/walsender_private.h"
+#include "storage/condition_variable.h"
+#include "storage/fd.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
 #include "utils/wait_event.h"
@@ -44,11 +49,20 @@ static int	sf_writer_failures = 0;
 /* When the next attempt after a failed write is due (monotonic ns). */
 static int64 sf_writer_retry_ns = 0;
 
+/* PostgreSQL's backup_label: a data directory restored from a base backup has it until recovery starts. */
+#define SF_BACKUP_LABEL_FILE	"backup_label"
+
 static void sf_mark_writer_adopt(void);
 /* The writer looks at the clock at least this often. */
 #define SF_WATCH_LOOK_MS	1000
 
 static long sf_mark_writer_look(void);
+
+/* The postmaster: the own file's mark, while an import is not written yet (sf_mark_load). */
+static uint64 sf_load_own_mark = 0;
+
+/* The writer: streaming WAL senders at its last owner record; -1: none logged yet. */
+static int	sf_owner_senders = -1;
 
 /* The writer: whether a failed write of the standby witness was logged. */
 static bool sf_witness_failed = false;
@@ -194,6 +208,7 @@ sf_mark_write(int64 target, bool wait, bool by_writer)
 	int64		started;
 	int64		took;
 	uint64		slow;
+	bool		import_done = false;
 
 	if (wait)
 		LWLockAcquire(sf_shared->lock, LW_EXCLUSIVE);
@@ -214,7 +229,7 @@ sf_mark_write(int64 target, bool wait, bool by_writer)
 	 * an ID beyond the old one.  (XLogInsert can only fail by PANIC here; the
 	 * lock is released by the abort in any case.)
 	 */
-	sf_wal_log_mark((uint64) target);
+	sf_wal_log_mark((uint64) target, sf_shared->copied ? NULL : &sf_shared->self);
 	memset(&img, 0, sizeof(img));
 	img.mark = (uint64) target;
 	sf_mark_clock(&img);
@@ -237,6 +252,11 @@ sf_mark_write(int64 target, bool wait, bool by_writer)
 		sf_shared->file_tli = img.timeline;
 		if (!by_writer)
 			pg_atomic_write_u64(&sf_shared->fail_until_ns, 0);
+		if (sf_shared->import_pending && (uint64) target >= sf_shared->import_mark)
+		{
+			sf_shared->import_pending = false;
+			import_done = true;
+		}
 	}
 	else
 	{
@@ -255,6 +275,17 @@ sf_mark_write(int64 target, bool wait, bool by_writer)
 	LWLockRelease(sf_shared->lock);
 
 	ConditionVariableBroadcast(&sf_shared->mark_cv);
+
+	if (import_done)
+	{
+		if (rename(SF_STATE_IMPORT_FILE, SF_STATE_IMPORTED_FILE) != 0)
+			ereport(LOG,
+					(errmsg("could not rename \"%s\" to \"%s\": %m", SF_STATE_IMPORT_FILE, SF_STATE_IMPORTED_FILE),
+					 errdetail("Its mark is recorded; it is imported again at the next start, which changes nothing.")));
+		ereport(LOG,
+				(errmsg("snowflake recorded the imported durable mark: the state file now holds a mark of " INT64_FORMAT " (Unix ms)",
+						target + SF_EPOCH_UNIX_MS)));
+	}
 
 	if (!res.ok && (!by_writer || sf_writer_failures == 0))
 		sf_report_write(res.save_errno, res.step, LOG,
@@ -316,6 +347,53 @@ sf_mark_record_timeline(void)
 		sf_report_write(res.save_errno, res.step, LOG,
 						"The state file does not record this data directory's timeline yet.");
 	return res.ok;
+}
+
+/* Physical or logical WAL senders streaming now. */
+static int
+sf_streaming_senders(void)
+{
+	int			n = 0;
+
+	if (WalSndCtl == NULL)
+		return 0;
+	for (int i = 0; i < max_wal_senders; i++)
+	{
+		WalSnd	   *w = &WalSndCtl->walsnds[i];
+		bool		streaming;
+
+		SpinLockAcquire(&w->mutex);
+		streaming = w->pid != 0 && w->state == WALSNDSTATE_STREAMING;
+		SpinLockRelease(&w->mutex);
+		if (streaming)
+			n++;
+	}
+	return n;
+}
+
+/*
+ * The writer of a primary that owns its node state logs the published mark,
+ * naming itself as the owner: once when it starts (after recovery, an import,
+ * or an adoption), and again whenever more standbys stream than at its last
+ * such record.  Standbys witness the owner only from such records (19b F1):
+ * an idle primary's standbys need one.  A standby's replayed mark is then
+ * never below the primary's file, an imported mark included (19b F3).
+ */
+static void
+sf_mark_log_owner(void)
+{
+	int			senders = sf_streaming_senders();
+
+	if (sf_owner_senders >= 0 && senders <= sf_owner_senders)
+	{
+		sf_owner_senders = senders;
+		return;
+	}
+	LWLockAcquire(sf_shared->lock, LW_EXCLUSIVE);
+	if (!sf_shared->copied)
+		sf_wal_log_mark(pg_atomic_read_u64(&sf_shared->reserved), &sf_shared->self);
+	LWLockRelease(sf_shared->lock);
+	sf_owner_senders = senders;
 }
 
 /* A mark for need_tick: from the later of it and the clock, reserving ahead. */
@@ -385,8 +463,13 @@ sf_mark_writer_look(void)
 		(pg_atomic_read_u32(&sf_shared->clock_held_recorded) != 0))
 		sf_mark_record_hold(true);
 
-	/* In standby mode, streaming from a primary: witness it (F1/F2). */
-	if (RecoveryInProgress() && !sf_shared->standby_witness && sf_wal_receiver_streaming())
+	/*
+	 * In standby mode, streaming from a primary, once a record of the node
+	 * state's owner has been replayed: witness it (F1/F2; 19b F1: a standby
+	 * of a refused copy streams, but never from the owner).
+	 */
+	if (RecoveryInProgress() && !sf_shared->standby_witness && sf_shared->owner_streamed &&
+		sf_wal_receiver_streaming())
 	{
 		if (sf_witness_write(&sf_shared->self))
 		{
@@ -394,7 +477,9 @@ sf_mark_writer_look(void)
 			ereport(LOG,
 					(errmsg("snowflake recorded in \"%s\" that this data directory (%s) streams as a standby",
 							SF_WITNESS_FILE, sf_identity_text(&sf_shared->self)),
-					 errdetail("snowflake.failover_adopt adopts the node state after a promotion only where this file names the data directory itself.")));
+					 errdetail("It replayed, streaming, a record of the owner of the node state (%s). "
+							   "snowflake.failover_adopt adopts the node state after a promotion only where this file names the data directory itself.",
+							   sf_identity_text(&sf_shared->owner))));
 		}
 		else if (!sf_witness_failed)
 		{
@@ -417,6 +502,10 @@ sf_mark_writer_look(void)
 	/* An adoption a caller waits for. */
 	if (pg_atomic_read_u32(&sf_shared->adopt_wanted) == SF_ADOPT_WANTED)
 		sf_mark_writer_adopt();
+
+	/* The owner's record: at start, after an adoption, when a standby connects. */
+	if (!sf_shared->copied)
+		sf_mark_log_owner();
 
 	/*
 	 * The owner's file records the timeline it is on (after a promotion or an
@@ -661,19 +750,28 @@ sf_mark_import(SnowflakeShared *shared, bool held, bool *imported)
 	img.owner = shared->owner;
 	img.timeline = shared->file_tli;
 	res = sf_statefile_write(&img);
-	if (!res.ok)
-	{
-		const char *action;
-		const char *path;
-
-		sf_write_step_text(res.step, &action, &path);
-		sf_state_damaged(shared, "The mark in \"%s\" could not be recorded (%s %s): %s.",
-						 SF_STATE_IMPORT_FILE, action, path, strerror(res.save_errno));
-		return held;
-	}
-	shared->floor = img.mark;
 	shared->clock_seen = img.wall_unix_ms > 0 ? (uint64) img.wall_unix_ms : 0;
 	*imported = true;
+	if (!res.ok)
+	{
+		/*
+		 * A write failure, not a damaged file (19b F5): generation starts above
+		 * the imported mark (floor) all the same, but the durable mark stays
+		 * the own file's, so no ID is issued until a mark at or above the
+		 * import is written.  The writer tries (demand), backing off as for
+		 * any failed write; the import file stays until then.
+		 */
+		shared->import_pending = true;
+		shared->import_mark = img.mark;
+		sf_load_own_mark = shared->floor;
+		shared->floor = img.mark;
+		sf_report_write(res.save_errno, res.step, WARNING,
+						psprintf("The mark to import from \"%s\" (" INT64_FORMAT " Unix ms) could not be recorded yet: no ID is issued until it is. "
+								 "The reservation writer retries; \"%s\" stays until the mark is written.",
+								 SF_STATE_IMPORT_FILE, (int64) imp.mark + SF_EPOCH_UNIX_MS, SF_STATE_IMPORT_FILE));
+		return img.held;
+	}
+	shared->floor = img.mark;
 	if (rename(SF_STATE_IMPORT_FILE, SF_STATE_IMPORTED_FILE) != 0)
 		ereport(LOG,
 				(errmsg("could not rename \"%s\" to \"%s\": %m", SF_STATE_IMPORT_FILE, SF_STATE_IMPORTED_FILE),
@@ -700,12 +798,16 @@ sf_mark_load(SnowflakeShared *shared, SnowflakeStateImage *out)
 	char		why[sizeof(shared->message)];
 	bool		imported;
 	bool		held;
+	bool		restored;
 
 	shared->status = SF_STATE_OK;
 	shared->floor = 0;
 	shared->clock_seen = 0;
 	shared->copied = false;
 	shared->file_tli = 0;
+	shared->owner_streamed = false;
+	shared->import_pending = false;
+	shared->import_mark = 0;
 
 	if (!sf_datadir_identity(&shared->self))
 	{
@@ -714,6 +816,20 @@ sf_mark_load(SnowflakeShared *shared, SnowflakeStateImage *out)
 	}
 	shared->owner = shared->self;
 	shared->standby_witness = sf_witness_names_self(&shared->self);
+
+	/*
+	 * backup_label: this data directory is being restored from a base backup
+	 * (pg_basebackup, a PITR restore; pg_rewind writes one too), so its state
+	 * file and standby witness came from the backup (F2).  A witness in it
+	 * proves nothing about this directory now: it goes.
+	 */
+	restored = access(SF_BACKUP_LABEL_FILE, F_OK) == 0;
+	if (restored)
+	{
+		shared->standby_witness = false;
+		if (access(SF_WITNESS_FILE, F_OK) == 0)
+			(void) durable_unlink(SF_WITNESS_FILE, WARNING);
+	}
 
 	st = sf_statefile_read(&img, why, sizeof(why));
 	if (st == SF_READ_UNREADABLE)
@@ -761,7 +877,34 @@ sf_mark_load(SnowflakeShared *shared, SnowflakeStateImage *out)
 	shared->file_tli = img.timeline;
 	shared->floor = img.mark;
 	shared->clock_seen = img.wall_unix_ms > 0 ? (uint64) img.wall_unix_ms : 0;	/* the clock at the last write */
-	if (sf_identity_same(&img.owner, &shared->self))
+	if (sf_identity_same(&img.owner, &shared->self) && restored)
+	{
+		SnowflakeStateResult res;
+
+		/*
+		 * A base backup of this very data directory restored into it (the
+		 * directory kept its inode and birth time): the file holds the
+		 * backup's mark, and the original may have issued IDs beyond it
+		 * after the backup.  It is a copy until snowflake_adopt_state().
+		 * The file now names no directory (inode 0), so that it stays a copy
+		 * once backup_label is gone (the startup process renames it).
+		 */
+		memset(&shared->owner, 0, sizeof(shared->owner));
+		shared->copied = true;
+		img.owner = shared->owner;
+		res = sf_statefile_write(&img);
+		if (!res.ok)
+			sf_report_write(res.save_errno, res.step, WARNING,
+							"This data directory was restored from a base backup (it has backup_label): it is a copy until snowflake_adopt_state(), "
+							"but the state file could not record it; after a crash re-initialisation it could be taken for the original.");
+		ereport(WARNING,
+				(errmsg("snowflake state file \"%s\" comes from a base backup restored into this data directory: this one is a copy",
+						SF_STATE_FILE),
+				 errdetail("The data directory has \"%s\": its state file holds the backup's mark, and the server the backup was taken from "
+						   "may have issued IDs beyond it.", SF_BACKUP_LABEL_FILE),
+				 errhint("snowflake_next() refuses until the node state is adopted with snowflake_adopt_state(); see the snowflake README, section Running a fleet.")));
+	}
+	else if (sf_identity_same(&img.owner, &shared->self))
 	{
 		/* The same directory: record its identity as this build reads it, at the next write. */
 		shared->owner = shared->self;
@@ -805,7 +948,9 @@ sf_mark_startup(SnowflakeShared *shared)
 
 	memset(&img, 0, sizeof(img));
 	found = sf_mark_load(shared, &img);
-	pg_atomic_write_u64(&shared->reserved, shared->floor);
+	pg_atomic_write_u64(&shared->reserved, shared->import_pending ? sf_load_own_mark : shared->floor);
+	/* An import not written yet: the writer writes a mark at or above it (19b F5). */
+	pg_atomic_write_u64(&shared->demand, shared->import_pending ? shared->import_mark : 0);
 	sf_watch_startup(shared, found, &img);
 
 	/* The next ID of every node lies in the first ms after the mark. */
@@ -909,18 +1054,35 @@ sf_replay_unwritten_report(int code, Datum arg)
 }
 
 void
-sf_mark_replayed(uint64 mark_tick)
+sf_mark_replayed(uint64 mark_tick, const SnowflakeIdentity *writer)
 {
 	uint64		start_word = SF_WORD(mark_tick, SF_MAX_SEQUENCE);
 	SnowflakeStateResult res = {true, 0, SF_STEP_NONE};
 	uint32		timeline = sf_timeline_now();
 	bool		own_crash;
+	bool		from_owner;
+	bool		new_owner;
+	uint64		reserved;
 
 	if (sf_shared == NULL)
 		return;
 
+	/*
+	 * A record of an owning primary (another data directory), replayed by a
+	 * standby while it streams: the primary upstream owns the node state.  The
+	 * standby's file names that owner from now on (a standby re-pointed to a
+	 * promoted standby that adopted follows the new owner), and the writer
+	 * may witness it (19b F1).  Never in crash or archive recovery: a
+	 * restored backup replays its own old records.
+	 */
+	from_owner = writer != NULL && StandbyMode && sf_wal_receiver_streaming() &&
+		!sf_identity_same(writer, &sf_shared->self);
+
 	LWLockAcquire(sf_shared->lock, LW_EXCLUSIVE);
-	if (mark_tick > pg_atomic_read_u64(&sf_shared->reserved))
+	reserved = pg_atomic_read_u64(&sf_shared->reserved);
+	new_owner = from_owner && sf_shared->status == SF_STATE_OK &&
+		!sf_identity_same(writer, &sf_shared->owner);
+	if (mark_tick > reserved || new_owner)
 	{
 		/* Never write over a file found damaged: it may hold a higher mark. */
 		if (sf_shared->status == SF_STATE_OK)
@@ -928,20 +1090,28 @@ sf_mark_replayed(uint64 mark_tick)
 			SnowflakeStateImage img;
 
 			memset(&img, 0, sizeof(img));
-			img.mark = mark_tick;
+			img.mark = Max(mark_tick, reserved);
 			sf_mark_clock(&img);
-			img.owner = sf_shared->owner;
+			img.owner = new_owner ? *writer : sf_shared->owner;
 			img.timeline = timeline;
 			res = sf_statefile_write(&img);
 		}
 		if (res.ok)
 		{
 			pg_write_barrier();
-			pg_atomic_write_u64(&sf_shared->reserved, mark_tick);
+			pg_atomic_write_u64(&sf_shared->reserved, Max(mark_tick, reserved));
 			if (sf_shared->status == SF_STATE_OK)
 				sf_shared->file_tli = timeline;
+			if (new_owner)
+			{
+				/* Another data directory owns the node state: this one is a copy of it. */
+				sf_shared->owner = *writer;
+				sf_shared->copied = true;
+			}
 		}
 	}
+	if (from_owner && res.ok && sf_shared->status == SF_STATE_OK)
+		sf_shared->owner_streamed = true;
 	own_crash = !StandbyMode && !sf_shared->copied;
 	if (res.ok || own_crash)
 	{
@@ -1038,9 +1208,12 @@ sf_mark_writer_adopt(void)
 	if (!res.ok)
 		sf_report_write(res.save_errno, res.step, LOG, "The data directory stays a copy: generation still refuses.");
 	else
+	{
+		sf_owner_senders = -1;	/* the new owner's record, for its standbys */
 		ereport(LOG,
 				(errmsg("snowflake node state adopted by this data directory (%s), from %s",
 						sf_identity_text(&sf_shared->self), sf_identity_text(&old_owner))));
+	}
 }
 
 /*

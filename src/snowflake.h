@@ -157,6 +157,9 @@ typedef struct SnowflakeShared
 	pg_atomic_uint32 fail_step;
 	pg_atomic_uint64 fail_until_ns;	/* failure episode: next attempt (monotonic ns); 0: none */
 	volatile bool standby_witness;	/* snowflake.standby names this data directory (F1/F2) */
+	volatile bool owner_streamed;	/* replayed, streaming, a MARK record of the owner (19b F1) */
+	volatile bool import_pending;	/* the imported mark is not in the state file yet (19b F5) */
+	uint64		import_mark;	/* that mark (tick), while import_pending */
 	void	   *volatile worker_latch;	/* the writer's latch, NULL when none runs */
 	char		pad3[PG_CACHE_LINE_SIZE];
 	/* The clock watch (watch.c): read on the hot path, written on changes. */
@@ -258,9 +261,9 @@ extern bool sf_witness_write(const SnowflakeIdentity *self);
 extern char *sf_identity_text(const SnowflakeIdentity *id);
 
 /* wal.c: the mark in WAL, for standbys and crash recovery */
-typedef void (*sf_replay_fn) (uint64 mark_tick);
+typedef void (*sf_replay_fn) (uint64 mark_tick, const SnowflakeIdentity *writer);
 extern void sf_wal_register(sf_replay_fn replay);
-extern void sf_wal_log_mark(uint64 mark_tick);
+extern void sf_wal_log_mark(uint64 mark_tick, const SnowflakeIdentity *writer);
 
 /* mark.c: the durable mark's policy */
 
@@ -285,7 +288,7 @@ pg_noreturn extern void sf_mark_refuse(const char *caller);
 extern void sf_lift_node(SnowflakeSlot *slot, int64 carried_ms, const char *caller);
 extern void sf_mark_nudge(int64 last_tick, int64 now_tick);
 extern long sf_mark_writer_step(bool woken);
-extern void sf_mark_replayed(uint64 mark_tick);
+extern void sf_mark_replayed(uint64 mark_tick, const SnowflakeIdentity *writer);
 extern void sf_state_adopt(void);
 extern bool sf_mark_promoted(void);
 extern int64 sf_mark_margin_ms(void);

@@ -31,10 +31,24 @@
 #define SF_RMGR_ID			RM_EXPERIMENTAL_ID
 #define XLOG_SNOWFLAKE_MARK 0x10
 
+/*
+ * Since 1.3 a record also names its writer: the data directory of the primary
+ * that logged it, which owned the node state then.  A standby witnesses only
+ * once it has replayed, while streaming, a record of the owner its state file
+ * names (mark.c).  A record of 1.2 (the mark alone) names no writer.
+ */
 typedef struct xl_snowflake_mark
 {
 	uint64		mark;			/* tick: no ID with a later ms was issued */
+	uint64		writer_ino;		/* the writer's data directory, when SF_XL_WRITER */
+	int64		writer_btime_sec;
+	uint32		writer_btime_nsec;
+	uint32		writer_flags;
 } xl_snowflake_mark;
+
+#define SF_XL_WRITER		0x1		/* writer_* name the owner that logged it */
+#define SF_XL_WRITER_BTIME	0x2		/* writer_btime_* are known */
+#define SF_XL_MARK_V12_SIZE	sizeof(uint64)
 
 static void sf_wal_redo(XLogReaderState *record);
 static void sf_wal_desc(StringInfo buf, XLogReaderState *record);
@@ -58,31 +72,70 @@ sf_wal_register(sf_replay_fn replay)
 	RegisterCustomRmgr(SF_RMGR_ID, &sf_rmgr);
 }
 
-/* Log a new mark and flush it; returns once the record is durable locally. */
+/*
+ * Log a mark and flush it; returns once the record is durable locally.  writer:
+ * the data directory of the owner logging it (NULL: none named).
+ */
 void
-sf_wal_log_mark(uint64 mark_tick)
+sf_wal_log_mark(uint64 mark_tick, const SnowflakeIdentity *writer)
 {
 	xl_snowflake_mark xlrec;
 	XLogRecPtr	lsn;
 
+	memset(&xlrec, 0, sizeof(xlrec));
 	xlrec.mark = mark_tick;
+	if (writer != NULL)
+	{
+		xlrec.writer_flags = SF_XL_WRITER | (writer->has_btime ? SF_XL_WRITER_BTIME : 0);
+		xlrec.writer_ino = writer->ino;
+		xlrec.writer_btime_sec = writer->btime_sec;
+		xlrec.writer_btime_nsec = writer->btime_nsec;
+	}
 	XLogBeginInsert();
 	XLogRegisterData((char *) &xlrec, sizeof(xlrec));
 	lsn = XLogInsert(SF_RMGR_ID, XLOG_SNOWFLAKE_MARK);
 	XLogFlush(lsn);
 }
 
+/* A MARK record's mark and writer (1.3), or mark alone (1.2); false if malformed. */
+static bool
+sf_wal_decode(XLogReaderState *record, uint64 *mark, SnowflakeIdentity *writer, bool *has_writer)
+{
+	xl_snowflake_mark xlrec;
+	uint32		len = XLogRecGetDataLen(record);
+
+	memset(&xlrec, 0, sizeof(xlrec));
+	memset(writer, 0, sizeof(*writer));
+	*has_writer = false;
+	if (len != sizeof(xlrec) && len != SF_XL_MARK_V12_SIZE)
+		return false;
+	memcpy(&xlrec, XLogRecGetData(record), len);
+	*mark = xlrec.mark;
+	if (xlrec.writer_flags & SF_XL_WRITER)
+	{
+		*has_writer = true;
+		writer->ino = xlrec.writer_ino;
+		writer->has_btime = (xlrec.writer_flags & SF_XL_WRITER_BTIME) != 0;
+		writer->btime_sec = xlrec.writer_btime_sec;
+		writer->btime_nsec = xlrec.writer_btime_nsec;
+	}
+	return true;
+}
+
 static void
 sf_wal_redo(XLogReaderState *record)
 {
 	uint8		info = XLogRecGetInfo(record) & ~XLR_INFO_MASK;
-	xl_snowflake_mark *xlrec;
+	uint64		mark;
+	SnowflakeIdentity writer;
+	bool		has_writer;
 
 	if (info != XLOG_SNOWFLAKE_MARK)
 		elog(PANIC, "snowflake redo: unknown op code %u", info);
 
-	xlrec = (xl_snowflake_mark *) XLogRecGetData(record);
-	sf_replay(xlrec->mark);
+	if (!sf_wal_decode(record, &mark, &writer, &has_writer))
+		elog(PANIC, "snowflake redo: MARK record of %u bytes", (unsigned) XLogRecGetDataLen(record));
+	sf_replay(mark, has_writer ? &writer : NULL);
 }
 
 static void
@@ -92,9 +145,19 @@ sf_wal_desc(StringInfo buf, XLogReaderState *record)
 
 	if (info == XLOG_SNOWFLAKE_MARK)
 	{
-		xl_snowflake_mark *xlrec = (xl_snowflake_mark *) XLogRecGetData(record);
+		uint64		mark;
+		SnowflakeIdentity writer;
+		bool		has_writer;
 
-		appendStringInfo(buf, "mark " INT64_FORMAT " (Unix ms)", (int64) xlrec->mark + SF_EPOCH_UNIX_MS);
+		if (!sf_wal_decode(record, &mark, &writer, &has_writer))
+		{
+			appendStringInfo(buf, "malformed (%u bytes)", (unsigned) XLogRecGetDataLen(record));
+			return;
+		}
+		appendStringInfo(buf, "mark " INT64_FORMAT " (Unix ms)", (int64) mark + SF_EPOCH_UNIX_MS);
+		if (has_writer)
+			appendStringInfo(buf, "; owner " UINT64_FORMAT ":" INT64_FORMAT ".%09u", writer.ino,
+							 writer.has_btime ? writer.btime_sec : 0, writer.has_btime ? writer.btime_nsec : 0);
 	}
 }
 

@@ -91,6 +91,23 @@ is($new->query("INSERT INTO t (v) SELECT g FROM generate_series(1, 1000) g RETUR
 $new->restart;
 $new->ids('SELECT snowflake_next() FROM generate_series(1, 100)', 'upgraded cluster after a restart', count => 100);
 
+# The way back (pg_upgrade in copy mode leaves the old cluster startable): the
+# new cluster issued IDs two hours ahead; the old cluster's own file knows
+# nothing of them.  The documented step carries the new cluster's mark back
+# (docs/failover.md, "Upgrades"): the old cluster refuses until its clock
+# passes them, then issues above them (attack on issue 19, round 2, F4).
+$new->set_clock('+2h');
+my @new_ids = $new->ids('SELECT snowflake_next() FROM generate_series(1, 1000)', 'new cluster, clock two hours ahead', count => 1000);
 $new->stop;
+copy($new->data_dir . '/snowflake.state', $old->data_dir . '/snowflake.state.import')
+  or die "copy: $!";
+$old->set_clock('+1h');
+$old->start;
+$r = $old->next_refused('the old cluster again, its clock behind the new cluster\'s IDs', 'SET snowflake.max_wait_ms = 500;',
+	message => qr/clock is behind the IDs already issued/);
+$old->set_clock('+2h');
+my @back = $old->ids('SELECT snowflake_next() FROM generate_series(1, 1000)', 'the old cluster again, clock caught up', count => 1000);
+cmp_ok($back[0], '>', $new_ids[-1], 'the old cluster issues above every ID of the new one');
+$old->stop;
 $new->summary;
 done_testing();

@@ -1,0 +1,87 @@
+# 497_witness_owner.pl: the standby witness needs the node state's owner
+# upstream (attack on issue 19, round 2, F1).  A standby of a refused copy
+# streamed from SOME server; before the fix that was enough: promoted with
+# snowflake.failover_adopt = on it adopted the node while the original still
+# issued the same IDs.  Now a standby witnesses only once it has replayed, while
+# streaming, a record written by the owner its state file names (every MARK
+# record carries its writer's data directory; an owning primary logs one when
+# its writer starts and when a standby connects).  A refused copy writes none.
+# Direct standbys of an idle primary, and cascading standbys (P -> S1 -> S2),
+# still witness and adopt.
+
+use strict;
+use warnings FATAL => 'all';
+
+use FindBin;
+use lib $FindBin::RealBin;
+
+use PostgreSQL::Test::Utils;
+use SnowflakeTest;
+use Test::More;
+use Time::HiRes qw(usleep);
+
+my $conf = 'snowflake.max_clock_jump_ms = 0';
+my $p = SnowflakeTest->new('primary', allows_streaming => 1, clock => 'shim', conf => $conf);
+$p->start;
+$p->query('CREATE EXTENSION snowflake');
+$p->query('ALTER SYSTEM SET snowflake.failover_adopt = on');
+$p->query('SELECT pg_reload_conf()');
+$p->ids('SELECT snowflake_next() FROM generate_series(1, 1000)', 'primary', count => 1000);
+$p->node->backup('pb');
+
+# --- F1: T, a base backup of P started as a server of its own, refuses; C, a
+# standby of T, must not witness, and refuses after its promotion.
+my $t = SnowflakeTest->new('copy', from_backup => [ $p, 'pb' ], standby => 0, clock => 'shim', id_key => 'primary');
+$t->start;
+$t->next_refused('the copy T', undef, sqlstate => '55000',
+	message => qr/this data directory is a copy of the one that owns the node state/);
+$t->node->backup('tb');
+my $c = SnowflakeTest->new('standby_of_copy', from_backup => [ $t, 'tb' ], clock => 'shim', id_key => 'primary');
+$c->start;
+ok($c->node->poll_query_until('postgres', "SELECT status = 'streaming' FROM pg_stat_wal_receiver"), 'C streams from T');
+$t->query('CREATE TABLE filler AS SELECT 1 AS x');
+$t->node->wait_for_catchup($c->node);
+# Absence: no event marks "the writer looked and decided"; give it 5 s (it looks every 50 ms).
+my $w = $c->data_dir . '/snowflake.standby';
+for (1 .. 100) { last if -e $w; usleep(50_000); }
+ok(!-e $w, 'a standby of a refused copy writes no standby witness');
+$c->node->promote;
+ok($c->node->poll_query_until('postgres', 'SELECT NOT pg_is_in_recovery()'), 'C promoted');
+my $r = $c->next_refused('the promoted standby of a copy', undef, sqlstate => '55000',
+	message => qr/this data directory is a copy of the one that owns the node state/);
+is($c->query('SELECT state FROM snowflake_state()'), 'copy', 'C stays a copy: failover_adopt did not adopt');
+# The original goes on issuing its IDs (checked distinct from everything above).
+$p->ids('SELECT snowflake_next() FROM generate_series(1, 1000)', 'the original goes on', count => 1000);
+$c->stop;
+$t->stop;
+
+# --- A direct standby of an idle primary, and a cascading one, still witness.
+my $s1 = SnowflakeTest->new('s1', from_backup => [ $p, 'pb' ], clock => 'shim', id_key => 'primary');
+$s1->start;
+$s1->wait_witness;
+pass('a direct standby of an idle primary witnesses (the owner record logged when it connected)');
+$s1->node->backup('s1b');
+my $s2 = SnowflakeTest->new('s2', from_backup => [ $s1, 's1b' ], clock => 'shim', id_key => 'primary');
+$s2->start;
+ok($s2->node->poll_query_until('postgres', "SELECT status = 'streaming' FROM pg_stat_wal_receiver"), 'S2 streams from S1');
+# P raises its mark (its clock 10 s ahead): the record reaches S2 through S1.
+$p->set_clock('+10');
+$p->ids('SELECT snowflake_next() FROM generate_series(1, 1000)', 'primary, clock 10 s ahead', count => 1000);
+$s2->wait_witness;
+pass('a cascading standby witnesses the owner\'s record relayed by S1');
+$p->node->wait_for_catchup($s1->node);
+$s1->node->wait_for_catchup($s2->node, 'replay', $p->node->lsn('flush'));
+my $high = $p->query('SELECT max(snowflake_next()) FROM generate_series(1, 1)');
+$p->record('primary, last', $high);
+$p->node->wait_for_catchup($s1->node);
+$s1->node->wait_for_catchup($s2->node, 'replay', $p->node->lsn('flush'));
+$p->stop;
+$s1->stop;
+$s2->set_clock('+10');
+$s2->node->promote;
+ok($s2->node->poll_query_until('postgres', 'SELECT NOT pg_is_in_recovery()'), 'S2 promoted');
+my @ids = $s2->ids('SELECT snowflake_next() FROM generate_series(1, 1000)', 'the promoted cascading standby adopts', count => 1000);
+is($s2->query('SELECT state FROM snowflake_state()'), 'ok', 'S2 owns the node state');
+$s2->stop;
+$p->summary;
+done_testing();
