@@ -1,4 +1,4 @@
-# 498_patroni.pl: docs/failover.md's failover story under a real HA manager
+# 492_patroni.pl: docs/failover.md's failover story under a real HA manager
 # (issue 19 item 8): Patroni with etcd (DCS module etcd3: etcd 3.4's v3 API,
 # no --enable-v2), two PostgreSQL servers with snowflake preloaded and the
 # same node on both, snowflake.failover_adopt = on and synchronous_mode from
@@ -124,7 +124,7 @@ sub api
 for my $p (@ports, @api, 23790, 23791)
 {
 	my $sock = IO::Socket::INET->new(LocalAddr => '127.0.0.1', LocalPort => $p, Proto => 'tcp', ReuseAddr => 1);
-	BAIL_OUT("port $p is in use (another run of 498_patroni.pl, or a leftover of one?)") unless $sock;
+	BAIL_OUT("port $p is in use (another run of 492_patroni.pl, or a leftover of one?)") unless $sock;
 	close $sock;
 }
 
