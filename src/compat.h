@@ -57,4 +57,26 @@
 #include "utils/tuplestore.h"
 #endif
 
+/*
+ * The planner hook that sees a base relation once get_relation_info() has read
+ * its indexes (the type offers its merge-join copies there):
+ * get_relation_info_hook up to 18; 19 replaced it with build_simple_rel_hook
+ * (optimizer/pathnode.h), called on the same finished RelOptInfo.  Declare the
+ * hook function as "void f(SF_REL_HOOK_PARAMS)" and chain with
+ * "prev(SF_REL_HOOK_ARGS)"; rel is the RelOptInfo in both.
+ */
+#if PG_VERSION_NUM >= 190000
+#include "optimizer/pathnode.h"
+typedef build_simple_rel_hook_type sf_rel_hook_type;
+#define sf_rel_hook build_simple_rel_hook
+#define SF_REL_HOOK_PARAMS PlannerInfo *root, RelOptInfo *rel, RangeTblEntry *rte
+#define SF_REL_HOOK_ARGS root, rel, rte
+#else
+#include "optimizer/plancat.h"
+typedef get_relation_info_hook_type sf_rel_hook_type;
+#define sf_rel_hook get_relation_info_hook
+#define SF_REL_HOOK_PARAMS PlannerInfo *root, Oid relationObjectId, bool inhparent, RelOptInfo *rel
+#define SF_REL_HOOK_ARGS root, relationObjectId, inhparent, rel
+#endif
+
 #endif							/* SNOWFLAKE_COMPAT_H */

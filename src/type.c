@@ -208,7 +208,7 @@ sf_type_relation_stats(PlannerInfo *root, RangeTblEntry *rte,
 	return false;
 }
 
-static get_relation_info_hook_type prev_get_relation_info_hook = NULL;
+static sf_rel_hook_type prev_rel_hook = NULL;
 
 /*
  * A merge join needs both inputs in the order of one operator family.  An
@@ -227,8 +227,7 @@ static get_relation_info_hook_type prev_get_relation_info_hook = NULL;
  * snowflake_repair_integer_ops()).
  */
 static void
-sf_type_relation_info(PlannerInfo *root, Oid relationObjectId, bool inhparent,
-					  RelOptInfo *rel)
+sf_type_relation_info(SF_REL_HOOK_PARAMS)
 {
 	List	   *copies = NIL;
 	ListCell   *lc;
@@ -263,8 +262,8 @@ sf_type_relation_info(PlannerInfo *root, Oid relationObjectId, bool inhparent,
 	}
 	rel->indexlist = list_concat(rel->indexlist, copies);
 
-	if (prev_get_relation_info_hook)
-		prev_get_relation_info_hook(root, relationObjectId, inhparent, rel);
+	if (prev_rel_hook)
+		prev_rel_hook(SF_REL_HOOK_ARGS);
 }
 
 static emit_log_hook_type prev_emit_log_hook = NULL;
@@ -317,8 +316,8 @@ sf_type_init(void)
 {
 	prev_get_relation_stats_hook = get_relation_stats_hook;
 	get_relation_stats_hook = sf_type_relation_stats;
-	prev_get_relation_info_hook = get_relation_info_hook;
-	get_relation_info_hook = sf_type_relation_info;
+	prev_rel_hook = sf_rel_hook;
+	sf_rel_hook = sf_type_relation_info;
 	prev_emit_log_hook = emit_log_hook;
 	emit_log_hook = sf_type_emit_log;
 	CacheRegisterSyscacheCallback(TYPEOID, sf_type_forget, (Datum) 0);

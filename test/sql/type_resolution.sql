@@ -169,16 +169,25 @@ EXECUTE by_float8(1724551110457221119);
 EXECUTE by_float8(1724551110457221000);
 -- the plan is bigint's: the column as numeric, no index condition (bigint's index serves no
 -- bigint = numeric either)
+-- PostgreSQL 18 and later mark a disabled node ("Disabled: true"): left out, so every version prints the same plan.
+CREATE FUNCTION plan_of(q text) RETURNS SETOF text LANGUAGE plpgsql AS $$
+DECLARE l text;
+BEGIN
+    FOR l IN EXECUTE 'EXPLAIN (COSTS OFF) ' || q LOOP
+        IF l !~ '^\s*Disabled: ' THEN RETURN NEXT l; END IF;
+    END LOOP;
+END $$;
 SET enable_seqscan = off;
-EXPLAIN (COSTS OFF) SELECT * FROM ids WHERE id = 5.0;
-EXPLAIN (COSTS OFF) SELECT * FROM ids WHERE b = 5.0;
-EXPLAIN (COSTS OFF) SELECT * FROM ids WHERE id = 5::double precision;
-EXPLAIN (COSTS OFF) SELECT * FROM ids WHERE b = 5::double precision;
-EXPLAIN (COSTS OFF) SELECT * FROM ids WHERE id IN (1.0, 2.0);
+SELECT plan_of($q$SELECT * FROM ids WHERE id = 5.0$q$);
+SELECT plan_of($q$SELECT * FROM ids WHERE b = 5.0$q$);
+SELECT plan_of($q$SELECT * FROM ids WHERE id = 5::double precision$q$);
+SELECT plan_of($q$SELECT * FROM ids WHERE b = 5::double precision$q$);
+SELECT plan_of($q$SELECT * FROM ids WHERE id IN (1.0, 2.0)$q$);
 -- integers stay index conditions
-EXPLAIN (COSTS OFF) SELECT * FROM ids WHERE id = 5;
-EXPLAIN (COSTS OFF) SELECT * FROM ids WHERE id IN (1, 2);
+SELECT plan_of($q$SELECT * FROM ids WHERE id = 5$q$);
+SELECT plan_of($q$SELECT * FROM ids WHERE id IN (1, 2)$q$);
 RESET enable_seqscan;
+DROP FUNCTION plan_of(text);
 
 -- with the extension's schema off search_path: the comparisons are in pg_catalog, so
 -- nullif() keeps the type (its = is the type's) and id = 5.0 still resolves
