@@ -136,6 +136,7 @@ def measure(out):
                 put("burst_cpu", name, cpu)
                 wall, cpu = timed(conn, pid, stmt % ("nextval('s')", n))
                 put("nextval", name, wall)
+                put("nextval_cpu", name, cpu)
                 conn.close()
                 conn, pid = connect(host, port)
                 conn.execute("SELECT snowflake_next()").fetchall()
@@ -180,7 +181,7 @@ def report(out):
 
     print("%-11s %-30s %-30s %s" % ("workload", "base median (min-max)", "work median (min-max)",
                                     "work/base per rep: median (min-max)"))
-    units = {"burst": "ms, lead", "burst_cpu": "backend CPU ms", "nextval": "ms", "limit": "ms, default settings",
+    units = {"burst": "ms, lead", "burst_cpu": "backend CPU ms", "nextval": "ms", "nextval_cpu": "backend CPU ms", "limit": "ms, default settings",
              "limit_cpu": "backend CPU ms", "clients8": "TPS", "select1_8": "TPS", "clients8p": "TPS, prepared",
              "select1_8p": "TPS, prepared", "ratecpu": "backend CPU ms per s at 1000 calls/s"}
     for w in units:
@@ -199,6 +200,9 @@ def report(out):
         c8p, s1p = get("clients8p", b), get("select1_8p", b)
         print(f"  {b}:")
         print("    burst rate / nextval() rate (>= 4.5):              %s" % spread(per_rep(lambda x, y: y / x, burst, nv)))
+        print("    the same from backend CPU time:                    %s"
+              % spread(per_rep(lambda x, y: y / x, burst_cpu, get("nextval_cpu", b))))
+        print("    share of a CPU the burst's backend got:            %s" % spread(per_rep(lambda c, w: c / w, burst_cpu, burst)))
         print("    default settings: rate / format limit (>= 0.98):   %s" % spread([limit_ms / x for x in lim]))
         print("    default settings: backend CPU / wall:              %s" % spread(per_rep(lambda c, w: c / w, lim_cpu, lim)))
         print("    busy floor (burst's CPU for the same IDs / wall):  %s" % spread(per_rep(lambda c, w: c / w, burst_cpu, lim)))
@@ -208,6 +212,8 @@ def report(out):
         print("    the same, -M prepared (not a target):              %s" % spread(per_rep(lambda x, y: x / y, c8p, s1p)))
     print("  burst: work's rate / base's rate (>= 1):             %s"
           % spread(per_rep(lambda x, y: x / y, get("burst", "base"), get("burst", "work"))))
+    print("  the same from backend CPU time:                      %s"
+          % spread(per_rep(lambda x, y: x / y, get("burst_cpu", "base"), get("burst_cpu", "work"))))
     print()
     for l in loads:
         if "before" in l or "after" in l:
