@@ -974,6 +974,11 @@ def write_results_md(res, checks, verdict, fig_rows, pg_rows, cg_rows):
     if "<!-- type-shapes:start -->" in old and "<!-- type-shapes:end -->" in old:
         L.append(old[old.index("<!-- type-shapes:start -->"):old.index("<!-- type-shapes:end -->")]
                  + "<!-- type-shapes:end -->\n")
+    # Measurements made by hand (bench/run --baseline, bench/insert8.py) are kept as they were.
+    old = (OUT / "RESULTS.md").read_text() if (OUT / "RESULTS.md").exists() else ""
+    if "<!-- by-hand:start -->" in old and "<!-- by-hand:end -->" in old:
+        L.append(old[old.index("<!-- by-hand:start -->"):old.index("<!-- by-hand:end -->")]
+                 + "<!-- by-hand:end -->\n")
     # bench/uuidv7 (PostgreSQL 18 and later) owns a section of its own: keep it.
     old = (OUT / "RESULTS.md").read_text() if (OUT / "RESULTS.md").exists() else ""
     if "<!-- uuidv7:begin -->" in old and "<!-- uuidv7:end -->" in old:

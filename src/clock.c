@@ -23,9 +23,6 @@
 #include "compat.h"
 #include "snowflake.h"
 
-/* 2^62 ns in whole seconds (2116-02-20): sf_wall_ns() reads no further. */
-#define SF_WALL_LIMIT_SEC	INT64CONST(4611686018)
-
 /* Sleeps shorter than this use nanosleep; longer ones wait on the latch. */
 #define SF_LATCH_MIN_NS		(2 * SF_NS_PER_MS)
 /* The last stretch before the target is spun, so that no wake-up is late. */
@@ -39,26 +36,7 @@ static bool sf_timerslack_set = false;
 /* Clock reads (wall and boot) by this backend; a test counts them per call. */
 uint64		sf_clock_reads = 0;
 
-/* The wall clock, ns since the Unix epoch; saturated past 2262 (int64 ns). */
-int64
-sf_wall_ns(void)
-{
-	struct timespec ts;
-
-	sf_clock_reads++;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	/*
-	 * A clock past 2116 (or before 1824) reads as that instant: far beyond the
-	 * last Snowflake timestamp (2080) or before the epoch, and far enough from
-	 * the ends of int64 that the offsets and margins added to it cannot wrap
-	 * (a wrapped 2263 read as "before the epoch").
-	 */
-	if (unlikely(ts.tv_sec >= SF_WALL_LIMIT_SEC))
-		return SF_WALL_LIMIT_SEC * INT64CONST(1000000000);
-	if (unlikely(ts.tv_sec <= -SF_WALL_LIMIT_SEC))
-		return -SF_WALL_LIMIT_SEC * INT64CONST(1000000000);
-	return (int64) ts.tv_sec * INT64CONST(1000000000) + ts.tv_nsec;
-}
+/* sf_wall_ns(), the wall clock, is inline in snowflake.h: the hot path reads it. */
 
 int64
 sf_wall_unix_ms(void)
