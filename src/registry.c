@@ -32,6 +32,7 @@
 
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "access/htup_details.h"
@@ -110,6 +111,12 @@ static bool sf_callbacks_registered = false;
  * claims of this server that overlapped, still renew.  claimed says, per
  * node, that a claim of this postmaster committed; cloned, that a renewal
  * found another token under this identity (fenced until the postmaster stops).
+ * mine is, per node, the token this postmaster claims with: drawn at its first
+ * claim of the node, then used by every claim of it until the postmaster
+ * stops (a crash restart keeps it).  So the row's token changes at each
+ * start, which is what tells copies apart (a copy of a running server has
+ * none of the tokens drawn since its start), and claims that fail or roll
+ * back, however many, push no token of this server out of the ring.
  */
 #define SF_TOKEN_RING	64
 #define SF_NODE_WORDS	((SF_NODE_COUNT + 31) / 32)
@@ -120,6 +127,7 @@ typedef struct SfTokens
 	pg_atomic_uint32 claimed[SF_NODE_WORDS];
 	pg_atomic_uint32 cloned[SF_NODE_WORDS];
 	pg_atomic_uint64 tokens[SF_TOKEN_RING];
+	pg_atomic_uint64 mine[SF_NODE_COUNT];
 } SfTokens;
 
 static SfTokens *sf_tokens = NULL;
@@ -498,11 +506,19 @@ static void
 sf_tokens_load(void)
 {
 	uint64		buf[SF_TOKEN_RING + 2];
-	int			fd = open(SF_TOKEN_FILE, O_RDONLY | PG_BINARY, 0);
+	/* O_NONBLOCK: a FIFO put there must not hold the postmaster in open(). */
+	int			fd = open(SF_TOKEN_FILE, O_RDONLY | O_NONBLOCK | PG_BINARY, 0);
+	struct stat st;
 	ssize_t		n;
 
 	if (fd < 0)
 		return;
+	/* Only a regular file counts: anything else is as good as lost (the next claim waits). */
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+	{
+		close(fd);
+		return;
+	}
 	n = read(fd, buf, sizeof(buf));
 	close(fd);
 	if (n == (ssize_t) sizeof(buf) && buf[0] == SF_TOKEN_FILE_MAGIC)
@@ -582,6 +598,8 @@ sf_registry_tokens_init(void)
 	}
 	for (int i = 0; i < SF_TOKEN_RING; i++)
 		pg_atomic_init_u64(&sf_tokens->tokens[i], 0);
+	for (int i = 0; i < SF_NODE_COUNT; i++)
+		pg_atomic_init_u64(&sf_tokens->mine[i], 0);
 
 	/* Only the postmaster takes the tokens back and keeps them at its exit. */
 	if (IsUnderPostmaster || !IsPostmasterEnvironment)
@@ -705,16 +723,28 @@ snowflake_claim_token(PG_FUNCTION_ARGS)
 
 	if (claiming)
 	{
-		uint64		token = 0;
+		uint64		token = pg_atomic_read_u64(&sf_tokens->mine[node]);
+		uint64		none = 0;
 		SfPendingClaim claim = {0};
 
-		while (token == 0)
-			if (!pg_strong_random(&token, sizeof(token)))
-				ereport(ERROR,
-						(errcode(ERRCODE_INTERNAL_ERROR),
-						 errmsg("could not generate a random claim token")));
-		pg_atomic_write_u64(&sf_tokens->tokens[pg_atomic_fetch_add_u32(&sf_tokens->next, 1) % SF_TOKEN_RING],
-							token);
+		/* This postmaster's token for the node: drawn once, then kept (see SfTokens). */
+		if (token == 0)
+		{
+			uint64		drawn = 0;
+
+			while (drawn == 0)
+				if (!pg_strong_random(&drawn, sizeof(drawn)))
+					ereport(ERROR,
+							(errcode(ERRCODE_INTERNAL_ERROR),
+							 errmsg("could not generate a random claim token")));
+			/* Into the ring before it can reach a row; a concurrent first claim may win the slot. */
+			pg_atomic_write_u64(&sf_tokens->tokens[pg_atomic_fetch_add_u32(&sf_tokens->next, 1) % SF_TOKEN_RING],
+								drawn);
+			if (pg_atomic_compare_exchange_u64(&sf_tokens->mine[node], &none, drawn))
+				token = drawn;
+			else
+				token = none;
+		}
 		claim.subid = GetCurrentSubTransactionId();
 		claim.node = node;
 		claim.carried_ms = -1;
