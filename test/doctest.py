@@ -26,6 +26,8 @@ Markers: an HTML comment on the line directly above an opening fence.
       "password 'FLEETPASSWORD'" (--fleet-password).  Each fleet block runs in a psql session
       of its own per server (ON_ERROR_STOP), after the file's other blocks, in the file's order;
       the fleet's databases and roles are made afresh for each file that has fleet blocks.
+      The output of a fleet block that runs on one server may be compared (an output marker
+      above the text block that follows it).
 
   <!-- doctest: output [mask=COL,COL...] [rows] -->
       above a ```sql block: its output is compared with the run of "--" comment lines that
@@ -173,8 +175,8 @@ def parse(path):
             target, expected = blocks[n - 1], b.text
         if target.marker and target.marker[0] == 'skip':
             raise DocError(f'{b.where()}: output given for a skipped block')
-        if target.marker and target.marker[0] == 'on':
-            raise DocError(f'{b.where()}: output given for a fleet block (not compared there)')
+        if target.marker and target.marker[0] == 'on' and len(target.marker[1]) != 1:
+            raise DocError(f'{b.where()}: output given for a fleet block that runs on {len(target.marker[1])} servers (one only)')
         if target.expected is not None:
             raise DocError(f'{b.where()}: two outputs for the block at line {target.line}')
         target.expected = expected
@@ -329,11 +331,17 @@ def run_fleet(args, rel, blocks):
         code = fleet_sql(b.text, args.fleet, args.fleet_password)
         for name in b.marker[1]:
             host, port = args.fleet[name]
-            res = psql(args, host, port, FLEET[name][0], input='\n'.join(code) + '\n',
-                       extra=['-q', '-A', '-P', 'pager=off', '-v', 'ON_ERROR_STOP=1'])
+            pset = ['\\pset tuples_only ' + ('on' if b.rows_only else 'off')]
+            res = psql(args, host, port, FLEET[name][0], input='\n'.join(pset + code) + '\n',
+                       extra=['-q', '-A', '-F', '|', '-P', 'pager=off', '-v', 'ON_ERROR_STOP=1'])
             if res.returncode != 0:
                 return n, [f'{b.where()}: psql on fleet server {name} failed (exit {res.returncode}):\n    '
                            + '\n    '.join(res.stderr.strip().split('\n'))]
+            if b.expected is not None:
+                msg = compare(b, res.stdout.split('\n'))
+                if msg:
+                    return n + 1, [f'{b.where()}: output on fleet server {name} differs: {msg}\n    got:\n      '
+                                   + '\n      '.join(res.stdout.split('\n'))]
     return len(blocks), []
 
 
@@ -349,7 +357,9 @@ def run_file(args, path, number):
     fleet_failures = []
     if fleet_blocks:
         ran, fleet_failures = run_fleet(args, rel, fleet_blocks)
-        print(f'# {rel}: {ran} of {len(fleet_blocks)} fleet blocks ran' + (', FAILED' if fleet_failures else ''))
+        compared = sum(1 for b in fleet_blocks[:ran] if b.expected is not None)
+        print(f'# {rel}: {ran} of {len(fleet_blocks)} fleet blocks ran, {compared} outputs compared'
+              + (', FAILED' if fleet_failures else ''))
     if not blocks:
         if not fleet_blocks:
             print(f'# {rel}: no sql block runs')
@@ -519,16 +529,21 @@ def fleet_doc(mapping_password):
             'CREATE PUBLICATION p FOR TABLE t;\n```\n'
             '<!-- doctest: on: meet -->\n```sql\nCREATE TABLE t (id bigint PRIMARY KEY);\n'
             "CREATE SUBSCRIPTION from_a CONNECTION 'host=a dbname=app' PUBLICATION p;\n"
-            "CREATE SUBSCRIPTION from_b CONNECTION 'host=b dbname=app' PUBLICATION p;\n```\n")
+            "CREATE SUBSCRIPTION from_b CONNECTION 'host=b dbname=app' PUBLICATION p;\n```\n"
+            '<!-- doctest: on: b -->\n```sql\nSELECT snowflake_machine_id(snowflake_next()) AS m;\n```\n'
+            '<!-- doctest: output -->\n```text\n m\n---\n 2\n```\n')
 
 
 FLEET_SELF_TESTS = [
     ('a fleet block that fails', '<!-- doctest: on: a -->\n```sql\nSELECT 1/0;\n```\n', False, 'division by zero'),
     ('a fleet block on a server the fleet lacks', '<!-- doctest: on: a c -->\n```sql\nSELECT 1;\n```\n', False,
      'names no fleet server c'),
-    ('a fleet block with an output to compare',
-     '<!-- doctest: on: a -->\n```sql\nSELECT 1 AS a;\n```\n<!-- doctest: output -->\n```text\n a\n---\n 1\n```\n', False,
-     'output given for a fleet block'),
+    ('a fleet block on two servers with an output to compare',
+     '<!-- doctest: on: a b -->\n```sql\nSELECT 1 AS a;\n```\n<!-- doctest: output -->\n```text\n a\n---\n 1\n```\n', False,
+     'output given for a fleet block that runs on 2 servers'),
+    ('a wrong value in a fleet block\'s output',
+     '<!-- doctest: on: b -->\n```sql\nSELECT snowflake_machine_id(snowflake_next()) AS m;\n```\n'
+     '<!-- doctest: output -->\n```text\n m\n---\n 1\n```\n', False, '"2", expected "1"'),
     ('a wrong password (the registry server asks role fleet for it)', fleet_doc('not-the-password'), False,
      'password authentication failed for user "fleet"'),
     ('a fleet that is right: host=NAME, host \'NAME\' and password \'...\' replaced, blocks in order',
