@@ -479,7 +479,7 @@ def list_files(files):
             if b.marker and b.marker[0] == 'skip':
                 what = f'skip: {b.marker[1]}'
             elif b.marker and b.marker[0] == 'on':
-                what = f'runs on the fleet: {" ".join(b.marker[1])}'
+                what = f'runs on the fleet: {" ".join(b.marker[1])}' + (', output compared' if b.expected is not None else '')
             else:
                 what = 'runs' + (', output compared' + (f' (masked: {",".join(b.masks)})' if b.masks else '')
                                  if b.expected is not None else '')
