@@ -12,6 +12,23 @@ Markers: an HTML comment on the line directly above an opening fence.
   <!-- doctest: skip: REASON -->
       the block does not run (the reason is required: several servers, a restart, a sketch...).
 
+  <!-- doctest: on: SERVER [SERVER...] -->
+      the block runs on the doc-test fleet instead (docs/fleet.md): on each server named, in
+      that order.  The servers (started by run-tests, given by --fleet NAME=SOCKETDIR:PORT):
+        a, b       writers (wal_level = logical, snowflake preloaded as datacenter 1, machines
+                   1 and 2), database "app", where CREATE EXTENSION snowflake ran first;
+        registry   the registry server, database "fleet" (empty); it asks role "fleet" for
+                   its password (scram-sha-256), every other role connects without one;
+        meet       the place where the writers' rows meet, database "app" (empty).
+      Placeholders in the block are replaced, nothing else: "host=NAME" (a conninfo) becomes
+      "host=SOCKETDIR port=PORT" of server NAME, "host 'NAME'" (a foreign server's OPTIONS)
+      becomes "host 'SOCKETDIR', port 'PORT'", and "password '...'" (any case) becomes
+      "password 'FLEETPASSWORD'" (--fleet-password).  Each fleet block runs in a psql session
+      of its own per server (ON_ERROR_STOP), after the file's other blocks, in the file's order;
+      the fleet's databases and roles are made afresh for each file that has fleet blocks.
+      The output of a fleet block that runs on one server may be compared (an output marker
+      above the text block that follows it).
+
   <!-- doctest: output [mask=COL,COL...] [rows] -->
       above a ```sql block: its output is compared with the run of "--" comment lines that
       ends the block; above a ```text (or plain ```) block that directly follows a ```sql
@@ -26,7 +43,8 @@ from run to run (IDs, timestamps): in them every number (digits, with a fraction
 the same number, so "2026-11-30 13:05:44.1+00" matches "2027-01-02 03:04:05+00", and the
 rest (punctuation, text) must still match.  Every other cell must be equal.
 
-  test/doctest.py --host DIR --port N [--psql PSQL] [FILE...]   run (default: README.md docs/*.md)
+  test/doctest.py --host DIR --port N [--psql PSQL] [--fleet NAME=DIR:PORT...] [FILE...]
+                                                                 run (default: README.md docs/*.md)
   test/doctest.py --list [FILE...]                               parse only: show what would run
   test/doctest.py --self-test --host DIR --port N [--psql PSQL]  the runner must fail on bad docs
 
@@ -52,6 +70,10 @@ SEPARATOR = re.compile(r'^[-+\s]+$')
 ROWCOUNT = re.compile(r'^\((\d+) rows?\)$')
 NUMBER = re.compile(r'\d+(\.\d+)?')
 BLOCK_MARK = '@@doctest-block-%d@@'
+# The doc-test fleet: server name -> (its database, whether CREATE EXTENSION snowflake runs first).
+FLEET = {'a': ('app', True), 'b': ('app', True), 'registry': ('fleet', False), 'meet': ('app', False)}
+# Drop the meeting place first: its subscriptions hold replication slots on the writers.
+FLEET_RESET_ORDER = ['meet', 'a', 'b', 'registry']
 
 
 class DocError(Exception):
@@ -81,6 +103,15 @@ def parse_marker(text, where):
         return ('skip', reason)
     if text == 'skip':
         raise DocError(f'{where}: "doctest: skip" needs a reason: <!-- doctest: skip: REASON -->')
+    if text.startswith('on:'):
+        names = text[len('on:'):].split()
+        if not names:
+            raise DocError(f'{where}: "doctest: on:" needs the servers: <!-- doctest: on: a b -->')
+        unknown = [n for n in names if n not in FLEET]
+        if unknown:
+            raise DocError(f'{where}: "doctest: on:" names no fleet server {" ".join(unknown)} '
+                           f'(the fleet: {" ".join(FLEET)})')
+        return ('on', names)
     words = text.split()
     if words and words[0] == 'output':
         masks, rows = [], False
@@ -92,7 +123,7 @@ def parse_marker(text, where):
             else:
                 raise DocError(f'{where}: unknown output option "{w}"')
         return ('output', (masks, rows))
-    raise DocError(f'{where}: unknown doctest marker "{text}" (skip: REASON, or output)')
+    raise DocError(f'{where}: unknown doctest marker "{text}" (skip: REASON, on: SERVERS, or output)')
 
 
 def parse(path):
@@ -144,6 +175,8 @@ def parse(path):
             target, expected = blocks[n - 1], b.text
         if target.marker and target.marker[0] == 'skip':
             raise DocError(f'{b.where()}: output given for a skipped block')
+        if target.marker and target.marker[0] == 'on' and len(target.marker[1]) != 1:
+            raise DocError(f'{b.where()}: output given for a fleet block that runs on {len(target.marker[1])} servers (one only)')
         if target.expected is not None:
             raise DocError(f'{b.where()}: two outputs for the block at line {target.line}')
         target.expected = expected
@@ -240,6 +273,78 @@ def psql(args, host, port, dbname, **kw):
     return subprocess.run(cmd + kw.pop('extra', []), env=env, capture_output=True, text=True, **kw)
 
 
+def fleet_sql(lines, fleet, password):
+    """A fleet block's lines with its placeholders replaced (see the module's docstring)."""
+    def conninfo(m):
+        name = m.group(1)
+        return f'host={fleet[name][0]} port={fleet[name][1]}' if name in fleet else m.group(0)
+
+    def option(m):
+        name = m.group(1)
+        return f"host '{fleet[name][0]}', port '{fleet[name][1]}'" if name in fleet else m.group(0)
+    out = []
+    for line in lines:
+        line = re.sub(r'\bhost=([A-Za-z0-9_]+)\b', conninfo, line)
+        line = re.sub(r"\bhost '([A-Za-z0-9_]+)'", option, line)
+        line = re.sub(r"\b(password) '\.\.\.'", lambda m: f"{m.group(1)} '{password}'", line, flags=re.I)
+        out.append(line)
+    return out
+
+
+def fleet_reset(args):
+    """Fresh databases on the fleet, and none of the roles an earlier file made; None or a failure."""
+    for name in FLEET_RESET_ORDER:
+        host, port = args.fleet[name]
+        db, with_ext = FLEET[name]
+        q = lambda dbname, *sql: psql(args, host, port, dbname, extra=['-q', '-v', 'ON_ERROR_STOP=1', '-At']
+                                      + [a for c in sql for a in ('-c', c)])
+        exists = q('postgres', f"SELECT 1 FROM pg_database WHERE datname = '{db}'")
+        if exists.returncode != 0:
+            return f'fleet server {name}: {exists.stderr.strip()}'
+        if exists.stdout.strip():
+            # DROP SUBSCRIPTION drops its slot on the writer too (they are still up).
+            subs = q(db, 'SELECT quote_ident(subname) FROM pg_subscription s JOIN pg_database d ON d.oid = s.subdbid '
+                         'WHERE d.datname = current_database()')
+            for sub in subs.stdout.split():
+                q(db, f'DROP SUBSCRIPTION {sub}')
+        steps = [q('postgres', f"SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE database = '{db}'"),
+                 q('postgres', f'DROP DATABASE IF EXISTS {db} WITH (FORCE)')]
+        roles = q('postgres', "SELECT quote_ident(rolname) FROM pg_roles WHERE oid >= 16384")
+        steps += [q('postgres', f'DROP ROLE {r}') for r in roles.stdout.split()]
+        steps.append(q('postgres', f'CREATE DATABASE {db}'))
+        if with_ext:
+            steps.append(q(db, 'CREATE EXTENSION snowflake'))
+        for st in steps:
+            if st.returncode != 0:
+                return f'fleet server {name}: could not make database {db} afresh: {st.stderr.strip()}'
+    return None
+
+
+def run_fleet(args, rel, blocks):
+    """Run a file's fleet blocks in order; returns (blocks run, failure messages)."""
+    if not args.fleet or set(args.fleet) != set(FLEET):
+        return 0, [f'{rel}: fleet blocks need every fleet server ({" ".join(FLEET)}): --fleet NAME=SOCKETDIR:PORT']
+    why = fleet_reset(args)
+    if why:
+        return 0, [f'{rel}: {why}']
+    for n, b in enumerate(blocks):
+        code = fleet_sql(b.text, args.fleet, args.fleet_password)
+        for name in b.marker[1]:
+            host, port = args.fleet[name]
+            pset = ['\\pset tuples_only ' + ('on' if b.rows_only else 'off')]
+            res = psql(args, host, port, FLEET[name][0], input='\n'.join(pset + code) + '\n',
+                       extra=['-q', '-A', '-F', '|', '-P', 'pager=off', '-v', 'ON_ERROR_STOP=1'])
+            if res.returncode != 0:
+                return n, [f'{b.where()}: psql on fleet server {name} failed (exit {res.returncode}):\n    '
+                           + '\n    '.join(res.stderr.strip().split('\n'))]
+            if b.expected is not None:
+                msg = compare(b, res.stdout.split('\n'))
+                if msg:
+                    return n + 1, [f'{b.where()}: output on fleet server {name} differs: {msg}\n    got:\n      '
+                                   + '\n      '.join(res.stdout.split('\n'))]
+    return len(blocks), []
+
+
 def run_file(args, path, number):
     """Run one file's blocks; returns a list of failure messages."""
     rel = os.path.relpath(path, TOP)
@@ -247,9 +352,18 @@ def run_file(args, path, number):
         blocks = runnable(parse(path))
     except DocError as e:
         return [str(e)]
+    fleet_blocks = [b for b in blocks if b.marker and b.marker[0] == 'on']
+    blocks = [b for b in blocks if b not in fleet_blocks]
+    fleet_failures = []
+    if fleet_blocks:
+        ran, fleet_failures = run_fleet(args, rel, fleet_blocks)
+        compared = sum(1 for b in fleet_blocks[:ran] if b.expected is not None)
+        print(f'# {rel}: {ran} of {len(fleet_blocks)} fleet blocks ran, {compared} outputs compared'
+              + (', FAILED' if fleet_failures else ''))
     if not blocks:
-        print(f'# {rel}: no sql block runs')
-        return []
+        if not fleet_blocks:
+            print(f'# {rel}: no sql block runs')
+        return fleet_failures
     db = f'doctest_{number}'
     setup = psql(args, args.host, args.port, 'postgres', extra=['-q', '-v', 'ON_ERROR_STOP=1',
                  '-c', f'DROP DATABASE IF EXISTS {db}', '-c', f'CREATE DATABASE {db}'])
@@ -278,7 +392,7 @@ def run_file(args, path, number):
         elif cur is not None:
             outputs[cur].append(line)
 
-    failures = []
+    failures = fleet_failures
     if res.returncode != 0:
         reached = max(outputs) if outputs else 0
         where = blocks[reached].where() if reached < len(blocks) else rel
@@ -364,6 +478,8 @@ def list_files(files):
                 continue
             if b.marker and b.marker[0] == 'skip':
                 what = f'skip: {b.marker[1]}'
+            elif b.marker and b.marker[0] == 'on':
+                what = f'runs on the fleet: {" ".join(b.marker[1])}' + (', output compared' if b.expected is not None else '')
             else:
                 what = 'runs' + (', output compared' + (f' (masked: {",".join(b.masks)})' if b.masks else '')
                                  if b.expected is not None else '')
@@ -398,19 +514,60 @@ SELF_TESTS = [
     ('a table of another file (each file has a fresh database)', '```sql\nSELECT * FROM t;\n```\n', False),
 ]
 
+# The same for the doc-test fleet (run when --fleet names it); a fourth field: text the failure must show.
+def fleet_doc(mapping_password):
+    return ('<!-- doctest: on: registry -->\n```sql\nCREATE TABLE r (x int);\nINSERT INTO r VALUES (42);\n'
+            "CREATE ROLE fleet LOGIN PASSWORD '...';\nGRANT SELECT ON r TO fleet;\n```\n"
+            '<!-- doctest: on: a b -->\n```sql\nCREATE EXTENSION postgres_fdw;\n'
+            "CREATE SERVER s FOREIGN DATA WRAPPER postgres_fdw OPTIONS (host 'registry', dbname 'fleet');\n"
+            f"CREATE USER MAPPING FOR postgres SERVER s OPTIONS (user 'fleet', password '{mapping_password}');\n"
+            f"CREATE ROLE plain;\nCREATE USER MAPPING FOR plain SERVER s OPTIONS (user 'fleet', password '{mapping_password}');\n"
+            'IMPORT FOREIGN SCHEMA public LIMIT TO (r) FROM SERVER s INTO public;\nGRANT SELECT ON r TO plain;\n'
+            'SET ROLE plain;\n'
+            "DO $$ BEGIN IF (SELECT sum(x) FROM r) IS DISTINCT FROM 42 THEN RAISE 'wrong rows'; END IF; END $$;\n"
+            'RESET ROLE;\nCREATE TABLE t (id bigint PRIMARY KEY DEFAULT snowflake_next());\n'
+            'CREATE PUBLICATION p FOR TABLE t;\n```\n'
+            '<!-- doctest: on: meet -->\n```sql\nCREATE TABLE t (id bigint PRIMARY KEY);\n'
+            "CREATE SUBSCRIPTION from_a CONNECTION 'host=a dbname=app' PUBLICATION p;\n"
+            "CREATE SUBSCRIPTION from_b CONNECTION 'host=b dbname=app' PUBLICATION p;\n```\n"
+            '<!-- doctest: on: b -->\n```sql\nSELECT snowflake_machine_id(snowflake_next()) AS m;\n```\n'
+            '<!-- doctest: output -->\n```text\n m\n---\n 2\n```\n')
+
+
+FLEET_SELF_TESTS = [
+    ('a fleet block that fails', '<!-- doctest: on: a -->\n```sql\nSELECT 1/0;\n```\n', False, 'division by zero'),
+    ('a fleet block on a server the fleet lacks', '<!-- doctest: on: a c -->\n```sql\nSELECT 1;\n```\n', False,
+     'names no fleet server c'),
+    ('a fleet block on two servers with an output to compare',
+     '<!-- doctest: on: a b -->\n```sql\nSELECT 1 AS a;\n```\n<!-- doctest: output -->\n```text\n a\n---\n 1\n```\n', False,
+     'output given for a fleet block that runs on 2 servers'),
+    ('a wrong value in a fleet block\'s output',
+     '<!-- doctest: on: b -->\n```sql\nSELECT snowflake_machine_id(snowflake_next()) AS m;\n```\n'
+     '<!-- doctest: output -->\n```text\n m\n---\n 1\n```\n', False, '"2", expected "1"'),
+    ('a wrong password (the registry server asks role fleet for it)', fleet_doc('not-the-password'), False,
+     'password authentication failed for user "fleet"'),
+    ('a fleet that is right: host=NAME, host \'NAME\' and password \'...\' replaced, blocks in order',
+     fleet_doc('...'), True),
+    ('a fleet table of another file (the fleet is made afresh for each file)',
+     '<!-- doctest: on: a -->\n```sql\nSELECT * FROM t;\n```\n', False, 'relation "t" does not exist'),
+]
+
 
 def self_test(args):
     bad = 0
+    cases = SELF_TESTS + (FLEET_SELF_TESTS if args.fleet else [])
     with tempfile.TemporaryDirectory() as d:
         os.chmod(d, 0o755)
-        for n, (name, doc, should_pass) in enumerate(SELF_TESTS):
+        for n, (name, doc, should_pass, *shows) in enumerate(cases):
             path = os.path.join(d, f'case{n}.md')
             with open(path, 'w') as f:
                 f.write(doc)
             failures = run_file(args, path, 1000 + n)
-            ok = (not failures) == should_pass
+            ok = (not failures) == should_pass and all(t in '\n'.join(failures) for t in shows)
             print(f'{"ok" if ok else "not ok"} {n + 1} - {name}: '
                   + ('passes' if not failures else 'fails: ' + failures[0].split('\n')[0]))
+            if not ok and failures:
+                print('    ' + '\n    '.join('\n'.join(failures).split('\n')))
             bad += not ok
         path = os.path.join(d, 'links.md')
         with open(path, 'w') as f:
@@ -418,9 +575,9 @@ def self_test(args):
                     '```sh\n[fenced](y.md)\n```\n')
         found = check_links([path])
         ok = len(found) == 2 and 'no such heading' in found[0] and 'no such file' in found[1]
-        print(f'{"ok" if ok else "not ok"} {len(SELF_TESTS) + 1} - broken links: ' + '; '.join(found))
+        print(f'{"ok" if ok else "not ok"} {len(cases) + 1} - broken links: ' + '; '.join(found))
         bad += not ok
-    print(f'self-test: {len(SELF_TESTS) + 1 - bad} of {len(SELF_TESTS) + 1} as expected')
+    print(f'self-test: {len(cases) + 1 - bad} of {len(cases) + 1} as expected')
     return 1 if bad else 0
 
 
@@ -433,7 +590,18 @@ def main():
     ap.add_argument('--psql', default='psql')
     ap.add_argument('--list', action='store_true')
     ap.add_argument('--self-test', action='store_true')
+    ap.add_argument('--fleet', action='append', default=[], metavar='NAME=SOCKETDIR:PORT',
+                    help='a server of the doc-test fleet (' + ', '.join(FLEET) + ')')
+    ap.add_argument('--fleet-password', default='fleet-doctest', help='replaces password \'...\' in fleet blocks')
     args = ap.parse_args()
+    fleet = {}
+    for spec in args.fleet:
+        name, _, where = spec.partition('=')
+        host, _, port = where.rpartition(':')
+        if name not in FLEET or not host or not port.isdigit():
+            ap.error(f'--fleet {spec}: expected NAME=SOCKETDIR:PORT with NAME one of {" ".join(FLEET)}')
+        fleet[name] = (host, int(port))
+    args.fleet = fleet
     files = [os.path.abspath(f) for f in args.files] or default_files()
     if args.list:
         return list_files(files)

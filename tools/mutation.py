@@ -15,6 +15,8 @@ behind are stopped through the postmaster.pid files in its own copy).  Run as
 root (it installs packages through run-tests and runs the tests as postgres).
 
     ./run-tests mutation [--list] [--no-baseline] [--keep] [ID...]
+
+The mutants run in the order of the ids given (default: the file's order).
 """
 
 import argparse
@@ -310,7 +312,9 @@ def main():
     unknown = [i for i in args.ids if i not in known]
     if unknown:
         sys.exit(f'unknown mutant ids: {" ".join(unknown)}')
-    chosen = [m for m in mutants if not args.ids or m.id in args.ids]
+    # In the order asked for (an interleaved order covers every area early), else the file's.
+    by_id = {m.id: m for m in mutants}
+    chosen = [by_id[i] for i in dict.fromkeys(args.ids)] if args.ids else mutants
 
     # Stale check up front, on a scratch copy of each file.
     stale = {}
