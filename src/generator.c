@@ -97,7 +97,8 @@ sf_check_can_generate(const char *caller)
 				 errdetail("%s", sf_shared->message),
 				 errhint("No ID is issued until it is repaired. Stop the server, make sure the clock is past the timestamp "
 						 "of every ID this server issued (an older copy of the file is no remedy: it holds an older mark), "
-						 "remove the file and start the server.")));
+						 "remove the file and start the server, but only on the data directory that owns the node: "
+						 "a copy of it (a restored or copied data directory, a standby) must first get its own snowflake.datacenter_id and snowflake.machine_id.")));
 }
 
 /* Set just before a repeated refusal's ERROR: snowflake.c's emit_log_hook keeps it out of the server log. */

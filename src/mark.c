@@ -130,6 +130,33 @@ sf_timeline_now(void)
 }
 
 /*
+ * Whether this standby replayed, in this postmaster's life, a record of the
+ * owner streamed from the upstream its WAL receiver last connected to (19c
+ * F3): the evidence is forgotten at every start and crash re-initialisation
+ * (shared memory is new), and it holds only while the last connection of a
+ * WAL receiver went to the same upstream (host and port) as when it was
+ * recorded.  A standby re-pointed to a refused copy (primary_conninfo
+ * changed and reloaded) has none once it connects there; one re-pointed to
+ * the owner earns it again, as the owner logs a record when more standbys
+ * stream from it.  Attempts that fail to connect (the primary died) change
+ * nothing: a failover manager promotes such a standby.  The witness file
+ * alone proves only an earlier streaming.
+ */
+static bool
+sf_owner_evidence_fresh(void)
+{
+	bool		same;
+
+	if (!sf_shared->owner_streamed || WalRcv == NULL)
+		return false;
+	SpinLockAcquire(&WalRcv->mutex);
+	same = WalRcv->sender_port == sf_shared->owner_streamed_port &&
+		strncmp(WalRcv->sender_host, sf_shared->owner_streamed_host, NI_MAXHOST) == 0;
+	SpinLockRelease(&WalRcv->mutex);
+	return same;
+}
+
+/*
  * Whether this server was promoted (a standby, or an archive recovery, that
  * ended on a new timeline) since its state file was written: its timeline is
  * past the one the file records.  A copy started as a server of its own (a
@@ -148,7 +175,7 @@ sf_mark_promoted(void)
 
 	return file_tli != 0 && !RecoveryInProgress() &&
 		(uint32) GetWALInsertionTimeLine() > file_tli &&
-		sf_shared->standby_witness;
+		sf_shared->standby_witness && sf_owner_evidence_fresh();
 }
 
 /*
@@ -468,7 +495,7 @@ sf_mark_writer_look(void)
 	 * state's owner has been replayed: witness it (F1/F2; 19b F1: a standby
 	 * of a refused copy streams, but never from the owner).
 	 */
-	if (RecoveryInProgress() && !sf_shared->standby_witness && sf_shared->owner_streamed &&
+	if (RecoveryInProgress() && !sf_shared->standby_witness && sf_owner_evidence_fresh() &&
 		sf_wal_receiver_streaming())
 	{
 		if (sf_witness_write(&sf_shared->self))
@@ -806,6 +833,8 @@ sf_mark_load(SnowflakeShared *shared, SnowflakeStateImage *out)
 	shared->copied = false;
 	shared->file_tli = 0;
 	shared->owner_streamed = false;
+	shared->owner_streamed_port = 0;
+	memset(shared->owner_streamed_host, 0, sizeof(shared->owner_streamed_host));
 	shared->import_pending = false;
 	shared->import_mark = 0;
 
@@ -826,9 +855,27 @@ sf_mark_load(SnowflakeShared *shared, SnowflakeStateImage *out)
 	restored = access(SF_BACKUP_LABEL_FILE, F_OK) == 0;
 	if (restored)
 	{
+		/*
+		 * Fail closed (19c F2): a witness left behind would be taken for this
+		 * directory's own once backup_label is gone (a restart, a crash
+		 * re-initialisation).  The server does not start; backup_label stays,
+		 * so the next start removes it.
+		 */
 		shared->standby_witness = false;
-		if (access(SF_WITNESS_FILE, F_OK) == 0)
-			(void) durable_unlink(SF_WITNESS_FILE, WARNING);
+		if (unlink(SF_WITNESS_FILE) != 0 && errno != ENOENT)
+			ereport(FATAL,
+					(errcode_for_file_access(),
+					 errmsg("could not remove snowflake standby witness \"%s\" of a restored data directory: %m", SF_WITNESS_FILE),
+					 errdetail("This data directory was restored from a base backup (it has \"%s\"): the witness came from the backup, "
+							   "and once \"%s\" is gone it would let snowflake.failover_adopt adopt the node state.",
+							   SF_BACKUP_LABEL_FILE, SF_BACKUP_LABEL_FILE),
+					 errhint("Make the file and the data directory writable, then start the server again; \"%s\" is still there, so that start removes it.",
+							 SF_BACKUP_LABEL_FILE)));
+		if (fsync_fname_ext(".", true, false, LOG) != 0)
+			ereport(FATAL,
+					(errcode_for_file_access(),
+					 errmsg("could not fsync the data directory after removing snowflake standby witness \"%s\"", SF_WITNESS_FILE),
+					 errhint("Check the health of the storage of the data directory, then start the server again.")));
 	}
 
 	st = sf_statefile_read(&img, why, sizeof(why));
@@ -893,10 +940,26 @@ sf_mark_load(SnowflakeShared *shared, SnowflakeStateImage *out)
 		shared->copied = true;
 		img.owner = shared->owner;
 		res = sf_statefile_write(&img);
-		if (!res.ok)
-			sf_report_write(res.save_errno, res.step, WARNING,
-							"This data directory was restored from a base backup (it has backup_label): it is a copy until snowflake_adopt_state(), "
-							"but the state file could not record it; after a crash re-initialisation it could be taken for the original.");
+		if (!res.ok)			/* the copy is not recorded */
+		{
+			const char *action;
+			const char *path;
+
+			/*
+			 * Fail closed (19c F1): a decision kept only in memory is lost at
+			 * a crash re-initialisation or restart, once backup_label is
+			 * gone.  The server does not start; backup_label stays.
+			 */
+			sf_write_step_text(res.step, &action, &path);
+			errno = res.save_errno;
+			ereport(FATAL,
+					(res.save_errno == EDQUOT ? errcode(ERRCODE_DISK_FULL) : errcode_for_file_access(),
+					 errmsg("could not %s snowflake state file \"%s\" of a restored data directory: %m", action, path),
+					 errdetail("This data directory was restored from a base backup (it has \"%s\"): it is a copy until snowflake_adopt_state(), "
+							   "and the state file must record it before the server starts.", SF_BACKUP_LABEL_FILE),
+					 errhint("Make \"%s\" and the data directory writable, then start the server again; \"%s\" is still there, so that start records the copy.",
+							 SF_STATE_FILE, SF_BACKUP_LABEL_FILE)));
+		}
 		ereport(WARNING,
 				(errmsg("snowflake state file \"%s\" comes from a base backup restored into this data directory: this one is a copy",
 						SF_STATE_FILE),
@@ -1111,7 +1174,21 @@ sf_mark_replayed(uint64 mark_tick, const SnowflakeIdentity *writer)
 		}
 	}
 	if (from_owner && res.ok && sf_shared->status == SF_STATE_OK)
-		sf_shared->owner_streamed = true;
+	{
+		/*
+		 * Evidence of this WAL receiver's upstream only (19c F3): the record
+		 * lies at or after where it began to receive, so it came over its
+		 * connection, not from a segment already in pg_wal.
+		 */
+		SpinLockAcquire(&WalRcv->mutex);
+		if (!XLogRecPtrIsInvalid(WalRcv->receiveStart) && sf_wal_replay_lsn >= WalRcv->receiveStart)
+		{
+			sf_shared->owner_streamed = true;
+			sf_shared->owner_streamed_port = WalRcv->sender_port;
+			memcpy(sf_shared->owner_streamed_host, WalRcv->sender_host, NI_MAXHOST);
+		}
+		SpinLockRelease(&WalRcv->mutex);
+	}
 	own_crash = !StandbyMode && !sf_shared->copied;
 	if (res.ok || own_crash)
 	{

@@ -60,6 +60,7 @@
 #ifndef SNOWFLAKE_H
 #define SNOWFLAKE_H
 
+#include <netdb.h>
 #include <time.h>
 
 #include "port/atomics.h"
@@ -160,6 +161,8 @@ typedef struct SnowflakeShared
 	pg_atomic_uint64 fail_until_ns;	/* failure episode: next attempt (monotonic ns); 0: none */
 	volatile bool standby_witness;	/* snowflake.standby names this data directory (F1/F2) */
 	volatile bool owner_streamed;	/* replayed, streaming, a MARK record of the owner (19b F1) */
+	int			owner_streamed_port;	/* the WAL receiver's upstream then (19c F3) */
+	char		owner_streamed_host[NI_MAXHOST];
 	volatile bool import_pending;	/* the imported mark is not in the state file yet (19b F5) */
 	uint64		import_mark;	/* that mark (tick), while import_pending */
 	void	   *volatile worker_latch;	/* the writer's latch, NULL when none runs */
@@ -316,6 +319,8 @@ extern void sf_lift_node(SnowflakeSlot *slot, int64 carried_ms, const char *call
 extern void sf_mark_nudge(int64 last_tick, int64 now_tick);
 extern long sf_mark_writer_step(bool woken);
 extern void sf_mark_replayed(uint64 mark_tick, const SnowflakeIdentity *writer);
+/* wal.c: the start of the record being replayed */
+extern XLogRecPtr sf_wal_replay_lsn;
 extern void sf_state_adopt(void);
 extern bool sf_mark_promoted(void);
 extern int64 sf_mark_margin_ms(void);

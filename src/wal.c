@@ -64,6 +64,8 @@ static RmgrData sf_rmgr = {
 	/* no rm_decode: logical decoding skips our records */
 };
 
+XLogRecPtr	sf_wal_replay_lsn = InvalidXLogRecPtr;
+
 /* Register the resource manager; replay hands each mark to replay. */
 void
 sf_wal_register(sf_replay_fn replay)
@@ -135,6 +137,7 @@ sf_wal_redo(XLogReaderState *record)
 
 	if (!sf_wal_decode(record, &mark, &writer, &has_writer))
 		elog(PANIC, "snowflake redo: MARK record of %u bytes", (unsigned) XLogRecGetDataLen(record));
+	sf_wal_replay_lsn = record->ReadRecPtr;
 	sf_replay(mark, has_writer ? &writer : NULL);
 }
 

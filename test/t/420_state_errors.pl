@@ -62,6 +62,8 @@ my $r = $t->next_refused('damaged state file', undef, sqlstate => 'XX001', messa
 unlike($r->{hint} // '', qr/backup/i, 'damaged: the hint does not offer restoring the file from a backup');
 like($r->{hint} // '', qr/clock is past the timestamp of every ID this server issued/,
 	'damaged: the hint says to make sure the clock is past every ID issued first');
+like($r->{hint} // '', qr/only on the data directory that owns the node: a copy of it \(a restored or copied data directory, a standby\) must first get its own snowflake\.datacenter_id and snowflake\.machine_id/,
+	'damaged: the hint limits removing the file to the owner, and sends a copy to its own node first (19c F4)');
 like(slurp_file($t->node->logfile), qr/WARNING:.*snowflake state file "snowflake.state" is damaged/,
 	'damaged: a WARNING at start-up');
 $t->stop;

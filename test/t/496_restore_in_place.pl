@@ -17,6 +17,8 @@ use FindBin;
 use lib $FindBin::RealBin;
 
 use File::Path qw(remove_tree);
+use IPC::Run;
+use Time::HiRes qw(usleep);
 use PostgreSQL::Test::Utils;
 use SnowflakeTest;
 use Test::More;
@@ -76,6 +78,62 @@ sub refuses_as_copy
 	ok(!-e $s->data_dir . '/snowflake.standby', "$what: the restored standby witness is gone");
 	return;
 }
+
+# A start under strace that injects EPERM into the given calls on one file
+# (as chattr +i or a read-only volume would).  Returns whether the start
+# failed (the postmaster exited); a server that started anyway is stopped.
+sub start_faulted
+{
+	my ($file, $calls) = @_;
+	my %fake = $s->_faketime_env;
+	local @ENV{ keys %fake } = values %fake;
+	my $tmp = PostgreSQL::Test::Utils::tempdir;
+	# -I 1: a signal ends strace, which then detaches from a server that started.
+	my $h = IPC::Run::start(
+		[
+			'strace', '-I', '1', '-o', "$tmp/strace", '-f', '-P', $file, '-e', "trace=$calls",
+			'-e', "inject=$calls:error=EPERM",
+			'pg_ctl', '-w', '-t', '60', '-D', $s->data_dir, '-l', $s->node->logfile, '-o', '--cluster-name=restored', 'start'
+		],
+		'<', '/dev/null', '>', "$tmp/out", '2>', "$tmp/err");
+	# The postmaster exits (strace ends with it), or it answers: one of them happens.
+	for (1 .. 10 * $PostgreSQL::Test::Utils::timeout_default)
+	{
+		if (!$h->pumpable)
+		{
+			$h->finish;
+			return 1;
+		}
+		if (system('pg_isready', '-q', '-h', $s->node->host, '-p', $s->node->port) == 0)
+		{
+			$h->signal('INT');
+			$h->finish;
+			$s->node->_update_pid(1);
+			$s->stop;
+			return 0;
+		}
+		usleep(100_000);
+	}
+	die 'the faulted start neither failed nor answered';
+}
+
+# --- A restored base backup whose witness or state file cannot be changed at
+# its first start (19c F1/F2): the start fails, loud, and backup_label stays;
+# once writable, the next start records the copy.
+restore_in_place();
+ok(start_faulted('snowflake.standby', 'unlink,unlinkat'), 'the start fails when the restored witness cannot be removed');
+like(slurp_file($s->node->logfile),
+	qr/FATAL:  could not remove snowflake standby witness "snowflake\.standby" of a restored data directory: Operation not permitted\n(.*\n)*.*HINT:  Make the file and the data directory writable, then start the server again/,
+	'FATAL names the witness, the reason, and the remedy');
+ok(-e $s->data_dir . '/backup_label', 'backup_label stays after the failed start (witness)');
+ok(start_faulted('snowflake.state.tmp', 'rename,renameat,renameat2'), 'the start fails when the state file cannot record the copy');
+like(slurp_file($s->node->logfile),
+	qr/FATAL:  could not rename snowflake state file "snowflake\.state\.tmp" of a restored data directory: Operation not permitted\n(.*\n)*.*HINT:  Make "snowflake\.state" and the data directory writable, then start the server again/,
+	'FATAL names the state file, the reason, and the remedy');
+ok(-e $s->data_dir . '/backup_label', 'backup_label stays after the failed start (state file)');
+$s->start;
+refuses_as_copy('a base backup restored in place, after failed starts');
+$s->stop;
 
 # --- A restored base backup started at once.
 restore_in_place();

@@ -7,7 +7,9 @@
 # record carries its writer's data directory; an owning primary logs one when
 # its writer starts and when a standby connects).  A refused copy writes none.
 # Direct standbys of an idle primary, and cascading standbys (P -> S1 -> S2),
-# still witness and adopt.
+# still witness and adopt.  The evidence must be fresh (round 3, 19c F3): a
+# standby restarted after its primary stopped, or re-pointed to a refused
+# copy, refuses after its promotion although its witness file names it.
 
 use strict;
 use warnings FATAL => 'all';
@@ -54,6 +56,51 @@ is($c->query('SELECT state FROM snowflake_state()'), 'copy', 'C stays a copy: fa
 $p->ids('SELECT snowflake_next() FROM generate_series(1, 1000)', 'the original goes on', count => 1000);
 $c->stop;
 $t->stop;
+
+# --- 19c F3: the evidence must be fresh.  S3 and S4 witness P; P stops.
+# S4 is restarted, then promoted: its witness file alone no longer adopts.
+# S3 is re-pointed (primary_conninfo, reload) to T2, a refused copy of S3
+# itself, streams from it, then is promoted: it refuses too.
+my $s3 = SnowflakeTest->new('s3', from_backup => [ $p, 'pb' ], clock => 'shim', id_key => 'primary');
+$s3->start;
+$s3->wait_witness;
+my $s4 = SnowflakeTest->new('s4', from_backup => [ $p, 'pb' ], clock => 'shim', id_key => 'primary');
+$s4->start;
+$s4->wait_witness;
+$p->node->wait_for_catchup($s3->node);
+$p->node->wait_for_catchup($s4->node);
+$p->stop;
+
+$s4->restart;
+$s4->node->promote;
+ok($s4->node->poll_query_until('postgres', 'SELECT NOT pg_is_in_recovery()'), 'S4 promoted after a restart');
+ok(-e $s4->data_dir . '/snowflake.standby', 'S4 still has its witness file');
+$s4->next_refused('a standby restarted after its primary stopped, then promoted', undef, sqlstate => '55000',
+	message => qr/this data directory is a copy of the one that owns the node state/);
+is($s4->query('SELECT state FROM snowflake_state()'), 'copy', 'S4 stays a copy: the witness file alone does not adopt');
+$s4->stop;
+
+$s3->node->backup('s3b');
+my $t2 = SnowflakeTest->new('copy2', from_backup => [ $s3, 's3b' ], standby => 0, clock => 'shim', id_key => 'primary');
+unlink $t2->data_dir . '/standby.signal';    # a backup of a standby carries it: T2 is a server of its own
+$t2->start;
+$t2->next_refused('the copy T2 of S3', undef, sqlstate => '55000',
+	message => qr/this data directory is a copy of the one that owns the node state/);
+my $t2_port = $t2->node->port;
+$s3->query("ALTER SYSTEM SET primary_conninfo = '" . $t2->node->connstr . "'");
+$s3->query('SELECT pg_reload_conf()');
+ok($s3->node->poll_query_until('postgres',
+		"SELECT status = 'streaming' AND sender_port = $t2_port FROM pg_stat_wal_receiver"), 'S3 streams from the copy T2');
+$t2->query('CREATE TABLE filler2 AS SELECT 1 AS x');
+ok($s3->node->poll_query_until('postgres', "SELECT to_regclass('filler2') IS NOT NULL"), 'S3 replayed T2\'s table');
+$s3->node->promote;
+ok($s3->node->poll_query_until('postgres', 'SELECT NOT pg_is_in_recovery()'), 'S3 promoted');
+$s3->next_refused('a standby re-pointed from the owner to a refused copy, then promoted', undef, sqlstate => '55000',
+	message => qr/this data directory is a copy of the one that owns the node state/);
+is($s3->query('SELECT state FROM snowflake_state()'), 'copy', 'S3 stays a copy: its evidence of the owner was stale');
+$s3->stop;
+$t2->stop;
+$p->start;
 
 # --- A direct standby of an idle primary, and a cascading one, still witness.
 my $s1 = SnowflakeTest->new('s1', from_backup => [ $p, 'pb' ], clock => 'shim', id_key => 'primary');
