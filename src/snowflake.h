@@ -63,6 +63,7 @@
 #include <netdb.h>
 #include <time.h>
 
+#include "access/xlogdefs.h"
 #include "port/atomics.h"
 #include "postmaster/bgworker.h"
 #include "storage/condition_variable.h"
