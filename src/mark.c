@@ -29,6 +29,7 @@
 #include "storage/fd.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
+#include "utils/memutils.h"
 #include "utils/wait_event.h"
 
 #include "snowflake.h"
@@ -61,8 +62,10 @@ static long sf_mark_writer_look(void);
 /* The postmaster: the own file's mark, while an import is not written yet (sf_mark_load). */
 static uint64 sf_load_own_mark = 0;
 
-/* The writer: streaming WAL senders at its last owner record; -1: none logged yet. */
-static int	sf_owner_senders = -1;
+/* The writer: the streaming WAL senders' pids at its last look, and whether it logged an owner record. */
+static int *sf_owner_pids = NULL;
+static int	sf_owner_npids = 0;
+static bool sf_owner_logged = false;
 
 /* The writer: whether a failed write of the standby witness was logged. */
 static bool sf_witness_failed = false;
@@ -378,7 +381,7 @@ sf_mark_record_timeline(void)
 
 /* Physical or logical WAL senders streaming now. */
 static int
-sf_streaming_senders(void)
+sf_streaming_senders(int *pids)
 {
 	int			n = 0;
 
@@ -387,13 +390,13 @@ sf_streaming_senders(void)
 	for (int i = 0; i < max_wal_senders; i++)
 	{
 		WalSnd	   *w = &WalSndCtl->walsnds[i];
-		bool		streaming;
+		pid_t		pid;
 
 		SpinLockAcquire(&w->mutex);
-		streaming = w->pid != 0 && w->state == WALSNDSTATE_STREAMING;
+		pid = w->state == WALSNDSTATE_STREAMING ? w->pid : 0;
 		SpinLockRelease(&w->mutex);
-		if (streaming)
-			n++;
+		if (pid != 0)
+			pids[n++] = (int) pid;
 	}
 	return n;
 }
@@ -401,26 +404,40 @@ sf_streaming_senders(void)
 /*
  * The writer of a primary that owns its node state logs the published mark,
  * naming itself as the owner: once when it starts (after recovery, an import,
- * or an adoption), and again whenever more standbys stream than at its last
- * such record.  Standbys witness the owner only from such records (19b F1):
+ * or an adoption), and again whenever a WAL sender streams that did not at its
+ * last look (a standby connected or reconnected).  Standbys witness the owner only from such records (19b F1):
  * an idle primary's standbys need one.  A standby's replayed mark is then
  * never below the primary's file, an imported mark included (19b F3).
  */
 static void
 sf_mark_log_owner(void)
 {
-	int			senders = sf_streaming_senders();
+	int			size = Max(max_wal_senders, 1);
+	int		   *now;
+	int			n;
+	bool		newcomer = false;
 
-	if (sf_owner_senders >= 0 && senders <= sf_owner_senders)
+	if (sf_owner_pids == NULL)
+		sf_owner_pids = MemoryContextAllocZero(TopMemoryContext, sizeof(int) * size * 2);
+	now = sf_owner_pids + size;
+	n = sf_streaming_senders(now);
+	/* A sender streaming now that was not at the last look: a standby (re)connected. */
+	for (int i = 0; i < n && !newcomer; i++)
 	{
-		sf_owner_senders = senders;
-		return;
+		newcomer = true;
+		for (int j = 0; j < sf_owner_npids; j++)
+			if (sf_owner_pids[j] == now[i])
+				newcomer = false;
 	}
+	memcpy(sf_owner_pids, now, sizeof(int) * n);
+	sf_owner_npids = n;
+	if (sf_owner_logged && !newcomer)
+		return;
 	LWLockAcquire(sf_shared->lock, LW_EXCLUSIVE);
 	if (!sf_shared->copied)
 		sf_wal_log_mark(pg_atomic_read_u64(&sf_shared->reserved), &sf_shared->self);
 	LWLockRelease(sf_shared->lock);
-	sf_owner_senders = senders;
+	sf_owner_logged = true;
 }
 
 /* A mark for need_tick: from the later of it and the clock, reserving ahead. */
@@ -1180,14 +1197,28 @@ sf_mark_replayed(uint64 mark_tick, const SnowflakeIdentity *writer)
 		 * lies at or after where it began to receive, so it came over its
 		 * connection, not from a segment already in pg_wal.
 		 */
+		bool		streamed;
+		bool		first = !sf_shared->owner_streamed;
+		int			port;
+		char		host[NI_MAXHOST];
+
 		SpinLockAcquire(&WalRcv->mutex);
-		if (!XLogRecPtrIsInvalid(WalRcv->receiveStart) && sf_wal_replay_lsn >= WalRcv->receiveStart)
-		{
-			sf_shared->owner_streamed = true;
-			sf_shared->owner_streamed_port = WalRcv->sender_port;
-			memcpy(sf_shared->owner_streamed_host, WalRcv->sender_host, NI_MAXHOST);
-		}
+		streamed = !XLogRecPtrIsInvalid(WalRcv->receiveStart) && sf_wal_replay_lsn >= WalRcv->receiveStart;
+		port = WalRcv->sender_port;
+		memcpy(host, WalRcv->sender_host, NI_MAXHOST);
 		SpinLockRelease(&WalRcv->mutex);
+		if (streamed)
+		{
+			host[NI_MAXHOST - 1] = '\0';
+			sf_shared->owner_streamed_port = port;
+			memcpy(sf_shared->owner_streamed_host, host, NI_MAXHOST);
+			sf_shared->owner_streamed = true;
+			if (first)
+				ereport(LOG,
+						(errmsg("snowflake replayed a record of the owner of the node state (%s) streamed from %s:%d",
+								sf_identity_text(writer), host, port),
+						 errdetail("After a promotion, snowflake.failover_adopt adopts the node state while the WAL receiver's last connection went to that upstream.")));
+		}
 	}
 	own_crash = !StandbyMode && !sf_shared->copied;
 	if (res.ok || own_crash)
@@ -1286,7 +1317,7 @@ sf_mark_writer_adopt(void)
 		sf_report_write(res.save_errno, res.step, LOG, "The data directory stays a copy: generation still refuses.");
 	else
 	{
-		sf_owner_senders = -1;	/* the new owner's record, for its standbys */
+		sf_owner_logged = false;	/* the new owner's record, for its standbys */
 		ereport(LOG,
 				(errmsg("snowflake node state adopted by this data directory (%s), from %s",
 						sf_identity_text(&sf_shared->self), sf_identity_text(&old_owner))));

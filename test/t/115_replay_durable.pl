@@ -83,6 +83,7 @@ else
 
 # The disk repaired: a restart replays the marks again and keeps them.
 rmdir $tmpdir or die "could not remove $tmpdir: $!";
+my $restart_at = -s $s->node->logfile;
 $s->start;
 $p->node->wait_for_catchup($s->node, 'replay');
 is($s->query('SELECT max(id) FROM t'), $max, 'the restarted standby has every committed ID');
@@ -90,9 +91,14 @@ my $reserved = $s->query(
 	'SELECT floor(extract(epoch FROM reserved_until) * 1000)::bigint FROM snowflake_state()');
 cmp_ok($reserved, '>=', id_unix_ms($max), 'the standby\'s durable mark covers every ID the primary issued');
 
-# The primary dies; the standby, its clock an hour behind, is promoted.
-$p->kill9;
+# The primary dies once the restarted standby has fresh evidence of it: an owner
+# record streamed since its restart (the idle primary logs one when a standby
+# reconnects), which failover_adopt needs from this run; the standby, its clock
+# an hour behind, is promoted.
+ok($s->node->wait_for_log(qr/snowflake replayed a record of the owner of the node state \(.*\) streamed from /, $restart_at),
+	'the restarted standby replays an owner record the idle primary logged for its reconnection');
 $s->wait_witness;
+$p->kill9;
 $s->node->promote;
 $s->node->poll_query_until('postgres', 'SELECT NOT pg_is_in_recovery()');
 $s->next_refused('promoted standby, clock an hour behind the old primary',
