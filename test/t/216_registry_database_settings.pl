@@ -18,7 +18,10 @@ use lib $FindBin::RealBin;
 
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
+use SnowflakeTest;
 use Test::More;
+
+plan skip_all => 'PostgreSQL 19 refuses standard_conforming_strings = off, which this file sets on the registry database (to be made conditional; open under issue 21)' if SnowflakeTest::pg_major() >= 19;
 
 my $node = PostgreSQL::Test::Cluster->new('d');
 $node->init;

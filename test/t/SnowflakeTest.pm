@@ -123,6 +123,13 @@ snowflake.machine_id = 1
 
 sub node     { return $_[0]->{node}; }
 
+# The major version of the PostgreSQL under test (postgres on PATH).
+sub pg_major
+{
+	my $v = `postgres --version`;
+	return $v =~ /\(PostgreSQL\) (\d+)/ ? $1 : 0;
+}
+
 # set_env(\@preload, %env): more libraries to preload into the server, and
 # environment for it, from the next start or restart on.
 sub set_env
