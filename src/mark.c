@@ -133,6 +133,37 @@ sf_timeline_now(void)
 }
 
 /*
+ * Note the upstream this process's view of the WAL receiver shows connected,
+ * if any, as the last one a WAL receiver connected to.  Called by the startup
+ * process when it replays a record of the owner, by the reservation writer at
+ * each look on a standby, by any WAL receiver's log message (snowflake.c's
+ * emit_log_hook: a receiver logs "started streaming" once it knows its
+ * upstream) and by sf_owner_evidence_fresh().  PostgreSQL 19 clears the WAL
+ * receiver's sender_host whenever a receiver starts (every failed attempt to
+ * reach a dead primary); 15-18 keep it until the next connection.
+ */
+void
+sf_mark_observe_upstream(void)
+{
+	int			port;
+	char		host[NI_MAXHOST];
+
+	if (sf_shared == NULL || WalRcv == NULL)
+		return;
+	SpinLockAcquire(&WalRcv->mutex);
+	port = WalRcv->sender_port;
+	memcpy(host, WalRcv->sender_host, NI_MAXHOST);
+	SpinLockRelease(&WalRcv->mutex);
+	host[NI_MAXHOST - 1] = '\0';
+	if (host[0] == '\0' && port == 0)
+		return;					/* none connected yet (on 19: since the last receiver started) */
+	SpinLockAcquire(&sf_shared->upstream_mutex);
+	sf_shared->upstream_port = port;
+	memcpy(sf_shared->upstream_host, host, NI_MAXHOST);
+	SpinLockRelease(&sf_shared->upstream_mutex);
+}
+
+/*
  * Whether this standby replayed, in this postmaster's life, a record of the
  * owner streamed from the upstream its WAL receiver last connected to (19c
  * F3): the evidence is forgotten at every start and crash re-initialisation
@@ -143,19 +174,22 @@ sf_timeline_now(void)
  * the owner earns it again, as the owner logs a record when more standbys
  * stream from it.  Attempts that fail to connect (the primary died) change
  * nothing: a failover manager promotes such a standby.  The witness file
- * alone proves only an earlier streaming.
+ * alone proves only an earlier streaming.  "Last connected" is what
+ * sf_mark_observe_upstream() saw last: on PostgreSQL 19 a connection that
+ * lived between two looks of the writer and logged nothing is not seen.
  */
 static bool
 sf_owner_evidence_fresh(void)
 {
 	bool		same;
 
-	if (!sf_shared->owner_streamed || WalRcv == NULL)
+	if (!sf_shared->owner_streamed)
 		return false;
-	SpinLockAcquire(&WalRcv->mutex);
-	same = WalRcv->sender_port == sf_shared->owner_streamed_port &&
-		strncmp(WalRcv->sender_host, sf_shared->owner_streamed_host, NI_MAXHOST) == 0;
-	SpinLockRelease(&WalRcv->mutex);
+	sf_mark_observe_upstream();
+	SpinLockAcquire(&sf_shared->upstream_mutex);
+	same = sf_shared->upstream_port == sf_shared->owner_streamed_port &&
+		strncmp(sf_shared->upstream_host, sf_shared->owner_streamed_host, NI_MAXHOST) == 0;
+	SpinLockRelease(&sf_shared->upstream_mutex);
 	return same;
 }
 
@@ -460,6 +494,10 @@ sf_mark_writer_step(bool woken)
 	int64		now = sf_mono_ns();
 	long		sleep_ms;
 
+	/* On a standby, the upstream its WAL receiver is connected to now. */
+	if (RecoveryInProgress())
+		sf_mark_observe_upstream();
+
 	/*
 	 * Backing off after failed writes: until the next attempt is due, only
 	 * the clock is looked at (W3), and nothing is written, logged or
@@ -537,8 +575,12 @@ sf_mark_writer_look(void)
 		}
 	}
 
-	/* A standby not yet witnessed looks often: a promotion may follow streaming closely. */
-	if (RecoveryInProgress() && !sf_shared->standby_witness)
+	/*
+	 * A standby looks often: a promotion may follow streaming closely, and on
+	 * PostgreSQL 19 its looks are what sees the upstream of a WAL receiver
+	 * that logs nothing before it exits.
+	 */
+	if (RecoveryInProgress() && (!sf_shared->standby_witness || sf_shared->owner_streamed))
 		return Min(Max(sf_reservation_ms / 2, 10), 50);
 	if (sf_shared->status != SF_STATE_OK || RecoveryInProgress())
 		return Max(sf_reservation_ms / 2, 10);
@@ -852,6 +894,10 @@ sf_mark_load(SnowflakeShared *shared, SnowflakeStateImage *out)
 	shared->owner_streamed = false;
 	shared->owner_streamed_port = 0;
 	memset(shared->owner_streamed_host, 0, sizeof(shared->owner_streamed_host));
+	SpinLockAcquire(&shared->upstream_mutex);
+	shared->upstream_port = 0;
+	memset(shared->upstream_host, 0, sizeof(shared->upstream_host));
+	SpinLockRelease(&shared->upstream_mutex);
 	shared->import_pending = false;
 	shared->import_mark = 0;
 
@@ -1207,12 +1253,16 @@ sf_mark_replayed(uint64 mark_tick, const SnowflakeIdentity *writer)
 		port = WalRcv->sender_port;
 		memcpy(host, WalRcv->sender_host, NI_MAXHOST);
 		SpinLockRelease(&WalRcv->mutex);
+		/* Another receiver started meanwhile (PostgreSQL 19 clears the upstream then): no evidence. */
+		if (port == 0 && host[0] == '\0')
+			streamed = false;
 		if (streamed)
 		{
 			host[NI_MAXHOST - 1] = '\0';
 			sf_shared->owner_streamed_port = port;
 			memcpy(sf_shared->owner_streamed_host, host, NI_MAXHOST);
 			sf_shared->owner_streamed = true;
+			sf_mark_observe_upstream();
 			if (first)
 				ereport(LOG,
 						(errmsg("snowflake replayed a record of the owner of the node state (%s) streamed from %s:%d",

@@ -50,6 +50,7 @@ sf_shmem_init(void)
 	memset(sf_shared, 0, sizeof(SnowflakeShared));
 	sf_shared->lock = &(GetNamedLWLockTranche(SF_TRANCHE))->lock;
 	ConditionVariableInit(&sf_shared->mark_cv);
+	SpinLockInit(&sf_shared->upstream_mutex);
 	pg_atomic_init_u64(&sf_shared->reserved, 0);
 	pg_atomic_init_u64(&sf_shared->demand, 0);
 	pg_atomic_init_u64(&sf_shared->write_started, 0);

@@ -51,6 +51,13 @@ void		_PG_init(void);
 static void
 sf_emit_log(ErrorData *edata)
 {
+	/*
+	 * A WAL receiver logs "started streaming" once it knows its upstream:
+	 * note that upstream (PostgreSQL 19 forgets it when the next receiver
+	 * starts, and a short connection may end between two looks of the writer).
+	 */
+	if (MyBackendType == B_WAL_RECEIVER)
+		sf_mark_observe_upstream();
 	if (sf_quiet_error && edata->elevel >= ERROR)
 	{
 		sf_quiet_error = false;

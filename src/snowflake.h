@@ -164,6 +164,14 @@ typedef struct SnowflakeShared
 	volatile bool owner_streamed;	/* replayed, streaming, a MARK record of the owner (19b F1) */
 	int			owner_streamed_port;	/* the WAL receiver's upstream then (19c F3) */
 	char		owner_streamed_host[NI_MAXHOST];
+	/*
+	 * The upstream a WAL receiver of this postmaster's life was last seen
+	 * connected to: PostgreSQL 19 clears the WAL receiver's own copy whenever
+	 * a receiver starts, 15-18 keep it.  Under upstream_mutex.
+	 */
+	slock_t		upstream_mutex;
+	int			upstream_port;
+	char		upstream_host[NI_MAXHOST];
 	volatile bool import_pending;	/* the imported mark is not in the state file yet (19b F5) */
 	uint64		import_mark;	/* that mark (tick), while import_pending */
 	void	   *volatile worker_latch;	/* the writer's latch, NULL when none runs */
@@ -324,6 +332,7 @@ extern void sf_mark_replayed(uint64 mark_tick, const SnowflakeIdentity *writer);
 extern XLogRecPtr sf_wal_replay_lsn;
 extern void sf_state_adopt(void);
 extern bool sf_mark_promoted(void);
+extern void sf_mark_observe_upstream(void);
 extern int64 sf_mark_margin_ms(void);
 
 /* watch.c: the clock's health */

@@ -18,7 +18,6 @@ use PostgreSQL::Test::Utils;
 use SnowflakeTest;
 use Test::More;
 
-plan skip_all => 'PostgreSQL 19: failover adoption does not adopt there yet (a promoted standby refuses as a copy: fails closed; seen in the CI rehearsal of 2026-12-01, open under issue 21)' if SnowflakeTest::pg_major() >= 19;
 
 my $p = SnowflakeTest->new('primary', allows_streaming => 1, clock => 'shim');
 my $arch = $p->node->archive_dir;

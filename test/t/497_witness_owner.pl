@@ -9,7 +9,8 @@
 # Direct standbys of an idle primary, and cascading standbys (P -> S1 -> S2),
 # still witness and adopt.  The evidence must be fresh (round 3, 19c F3): a
 # standby restarted after its primary stopped, or re-pointed to a refused
-# copy, refuses after its promotion although its witness file names it.
+# copy, refuses after its promotion although its witness file names it, also
+# when the reservation writer never looked while it streamed from the copy.
 
 use strict;
 use warnings FATAL => 'all';
@@ -21,7 +22,6 @@ use PostgreSQL::Test::Utils;
 use SnowflakeTest;
 use Test::More;
 
-plan skip_all => 'PostgreSQL 19: failover adoption does not adopt there yet (a promoted standby refuses as a copy: fails closed; seen in the CI rehearsal of 2026-12-01, open under issue 21)' if SnowflakeTest::pg_major() >= 19;
 use Time::HiRes qw(usleep);
 
 my $conf = 'snowflake.max_clock_jump_ms = 0';
@@ -69,8 +69,12 @@ $s3->wait_witness;
 my $s4 = SnowflakeTest->new('s4', from_backup => [ $p, 'pb' ], clock => 'shim', id_key => 'primary');
 $s4->start;
 $s4->wait_witness;
+my $s5 = SnowflakeTest->new('s5', from_backup => [ $p, 'pb' ], clock => 'shim', id_key => 'primary');
+$s5->start;
+$s5->wait_witness;
 $p->node->wait_for_catchup($s3->node);
 $p->node->wait_for_catchup($s4->node);
+$p->node->wait_for_catchup($s5->node);
 $p->stop;
 
 $s4->restart;
@@ -101,7 +105,30 @@ $s3->next_refused('a standby re-pointed from the owner to a refused copy, then p
 	message => qr/this data directory is a copy of the one that owns the node state/);
 is($s3->query('SELECT state FROM snowflake_state()'), 'copy', 'S3 stays a copy: its evidence of the owner was stale');
 $s3->stop;
+
+# S5 is re-pointed to T2 the same way while its reservation writer is stopped
+# (SIGSTOP), so the writer's looks never see that connection; T2 then stops,
+# and S5 is promoted after a failed attempt to reconnect, before its writer
+# runs again.  PostgreSQL 19 clears the WAL receiver's upstream when a receiver
+# starts (15-18 keep it until one connects): what the receiver logged when it
+# began streaming from T2 is then what tells that its last upstream was not the
+# owner.
+my $s5_writer = $s5->writer_pid;
+kill 'STOP', $s5_writer;
+$s5->query("ALTER SYSTEM SET primary_conninfo = '" . $t2->node->connstr . "'");
+$s5->query('SELECT pg_reload_conf()');
+ok($s5->node->poll_query_until('postgres',
+		"SELECT status = 'streaming' AND sender_port = $t2_port FROM pg_stat_wal_receiver"), 'S5 streams from the copy T2');
+my $s5_log = -s $s5->node->logfile;
 $t2->stop;
+$s5->node->wait_for_log(qr/could not connect to the primary server/, $s5_log);
+$s5->node->promote;
+ok($s5->node->poll_query_until('postgres', 'SELECT NOT pg_is_in_recovery()'), 'S5 promoted');
+kill 'CONT', $s5_writer;
+$s5->next_refused('a standby re-pointed to a refused copy while its writer was stopped, then promoted', undef,
+	sqlstate => '55000', message => qr/this data directory is a copy of the one that owns the node state/);
+is($s5->query('SELECT state FROM snowflake_state()'), 'copy', 'S5 stays a copy: its WAL receiver\'s last upstream was the copy');
+$s5->stop;
 $p->start;
 
 # --- A direct standby of an idle primary, and a cascading one, still witness.
