@@ -192,6 +192,7 @@ sub start
 	my ($self, %params) = @_;
 	my %fake = $self->_faketime_env;
 	local @ENV{ keys %fake } = values %fake;
+	$self->{log_at_start} = -s $self->{node}->logfile // 0;
 	return $self->{node}->start(%params);
 }
 
@@ -200,6 +201,7 @@ sub restart
 	my ($self) = @_;
 	my %fake = $self->_faketime_env;
 	local @ENV{ keys %fake } = values %fake;
+	$self->{log_at_start} = -s $self->{node}->logfile // 0;
 	$self->{node}->restart;
 	return;
 }
@@ -207,17 +209,25 @@ sub restart
 sub stop  { my ($self, @args) = @_; return $self->{node}->stop(@args); }
 
 # Waits until the reservation writer of a streaming standby has written the
-# standby witness (snowflake.standby), which snowflake.failover_adopt needs.
+# standby witness (snowflake.standby), and the standby has replayed, in this
+# postmaster's life, a record of the owner streamed from its upstream (the
+# fresh evidence): snowflake.failover_adopt needs both.  After a restart the
+# witness file is there at once; the evidence comes when the owner's record
+# does.
 sub wait_witness
 {
 	my ($self) = @_;
 	my $w = $self->data_dir . '/snowflake.standby';
 	for (1 .. 100 * $PostgreSQL::Test::Utils::timeout_default)
 	{
-		return 1 if -e $w;
+		last if -e $w;
 		usleep(10_000);
 	}
-	croak "no standby witness in " . $self->data_dir;
+	croak "no standby witness in " . $self->data_dir unless -e $w;
+	$self->{node}->wait_for_log(qr/snowflake replayed a record of the owner of the node state \(.*\) streamed from /,
+		$self->{log_at_start} // 0)
+	  or croak "$self->{name}: no record of the owner replayed since its start";
+	return 1;
 }
 
 # SIGKILL to the postmaster; returns once every server process that was there
