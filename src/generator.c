@@ -51,6 +51,13 @@ sf_current_node(const char *caller)
 	return sf_datacenter_id * (int) (SF_MAX_MACHINE + 1) + sf_machine_id;
 }
 
+/*
+ * What a copy that replaces the original does before adopting (round 4, F2):
+ * the copy's file holds an older mark than the original reached, so the
+ * original's mark comes first, or the clock must be past its IDs.
+ */
+#define SF_ADOPT_REMEDY "stop the original, bring its mark here (put its \"" SF_STATE_FILE "\" into this data directory as \"" SF_STATE_IMPORT_FILE "\" and restart this server, or wait until the clock here is past the timestamp of every ID it issued), then run SELECT snowflake_adopt_state()."
+
 /* Refuse unless generation can proceed here: primary, state sound (preloading: sf_current_node). */
 static void
 sf_check_can_generate(const char *caller)
@@ -69,7 +76,7 @@ sf_check_can_generate(const char *caller)
 					 errdetail("snowflake.failover_adopt adopts the node state only after this data directory streamed from a primary as a standby "
 							   "and was then promoted (its timeline past the one its state file records); this copy was not, "
 							   "so the original may still issue the same IDs under this node."),
-					 errhint("If this server replaces that one for good, stop the original, then run SELECT snowflake_adopt_state(). "
+					 errhint("If this server replaces that one for good: " SF_ADOPT_REMEDY " "
 							 "If it is a new server, first give it its own snowflake.datacenter_id and snowflake.machine_id, then run it.")));
 		if (!sf_failover_adopt)
 			ereport(ERROR,
@@ -77,7 +84,7 @@ sf_check_can_generate(const char *caller)
 					 errmsg("%s refused: this data directory is a copy of the one that owns the node state", caller),
 					 errdetail("The snowflake state file was written by another data directory (a base backup, a restored or copied data directory, or a moved one); "
 							   "both could otherwise issue the same IDs under one node."),
-					 errhint("If this server replaces that one for good (failover, move), run SELECT snowflake_adopt_state(). "
+					 errhint("If this server replaces that one for good (failover, move): " SF_ADOPT_REMEDY " "
 							 "If it is a new server, first give it its own snowflake.datacenter_id and snowflake.machine_id, then run it. "
 							 "On standbys meant to take over, set snowflake.failover_adopt = on.")));
 		sf_state_adopt();
@@ -90,6 +97,15 @@ sf_check_can_generate(const char *caller)
 				 errdetail("%s", sf_shared->message),
 				 errhint("No ID is issued until the file can be read. Fix its permissions or the storage, then restart the server. "
 						 "Do not remove the file: it holds the durable mark.")));
+	if (sf_shared->status != SF_STATE_OK && sf_shared->import_damaged)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("snowflake state file \"%s\" is damaged", SF_STATE_FILE),
+				 errdetail("%s", sf_shared->message),
+				 errhint("The damaged file is \"%s\", not \"%s\": leave \"%s\" in place. Stop the server, replace \"%s\" "
+						 "with the old cluster's \"%s\" (or remove it only once the clock is past every ID the old cluster issued), "
+						 "and start the server.",
+						 SF_STATE_IMPORT_FILE, SF_STATE_FILE, SF_STATE_FILE, SF_STATE_IMPORT_FILE, SF_STATE_FILE)));
 	if (sf_shared->status != SF_STATE_OK)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),

@@ -182,15 +182,34 @@ static bool
 sf_owner_evidence_fresh(void)
 {
 	bool		same;
+	TimeLineID	replay_tli = 0;
+	TimeLineID	request_tli;
+	bool		same_tli;
 
-	if (!sf_shared->owner_streamed)
+	if (!sf_shared->owner_streamed || WalRcv == NULL)
 		return false;
 	sf_mark_observe_upstream();
 	SpinLockAcquire(&sf_shared->upstream_mutex);
 	same = sf_shared->upstream_port == sf_shared->owner_streamed_port &&
 		strncmp(sf_shared->upstream_host, sf_shared->owner_streamed_host, NI_MAXHOST) == 0;
 	SpinLockRelease(&sf_shared->upstream_mutex);
-	return same;
+
+	/*
+	 * And no timeline switch since (round 4, F1): a standby that followed its
+	 * upstream onto a new timeline (the upstream, or a server above it, was
+	 * promoted) holds records of the owner from before that promotion only.
+	 * The promoted server owns the node state only once it adopts, and then
+	 * its own record reaches this standby on the new timeline; if it refused
+	 * (a copy), the owner may still run.  Both the timeline last replayed and
+	 * the one the WAL receiver last asked for must be the record's.
+	 */
+	(void) GetXLogReplayRecPtr(&replay_tli);
+	SpinLockAcquire(&WalRcv->mutex);
+	request_tli = WalRcv->receiveStartTLI;
+	SpinLockRelease(&WalRcv->mutex);
+	same_tli = (uint32) replay_tli == sf_shared->owner_streamed_tli &&
+		(request_tli == 0 || (uint32) request_tli == sf_shared->owner_streamed_tli);
+	return same && same_tli;
 }
 
 /*
@@ -822,6 +841,7 @@ sf_mark_import(SnowflakeShared *shared, bool held, bool *imported)
 		return held;
 	if (st != SF_READ_OK)
 	{
+		shared->import_damaged = true;
 		sf_state_damaged(shared, "The mark to import, \"%s\", cannot be used: %s "
 						 "Replace it with the old cluster's \"%s\" and restart. Remove it instead only once the clock is "
 						 "past every ID the old cluster issued (its IDs may lie ahead of the clock), or they may be issued again.",
@@ -893,12 +913,14 @@ sf_mark_load(SnowflakeShared *shared, SnowflakeStateImage *out)
 	shared->file_tli = 0;
 	shared->owner_streamed = false;
 	shared->owner_streamed_port = 0;
+	shared->owner_streamed_tli = 0;
 	memset(shared->owner_streamed_host, 0, sizeof(shared->owner_streamed_host));
 	SpinLockAcquire(&shared->upstream_mutex);
 	shared->upstream_port = 0;
 	memset(shared->upstream_host, 0, sizeof(shared->upstream_host));
 	SpinLockRelease(&shared->upstream_mutex);
 	shared->import_pending = false;
+	shared->import_damaged = false;
 	shared->import_mark = 0;
 
 	if (!sf_datadir_identity(&shared->self))
@@ -1258,7 +1280,11 @@ sf_mark_replayed(uint64 mark_tick, const SnowflakeIdentity *writer)
 			streamed = false;
 		if (streamed)
 		{
+			TimeLineID	record_tli = 0;
+
+			(void) GetCurrentReplayRecPtr(&record_tli);
 			host[NI_MAXHOST - 1] = '\0';
+			sf_shared->owner_streamed_tli = (uint32) record_tli;
 			sf_shared->owner_streamed_port = port;
 			memcpy(sf_shared->owner_streamed_host, host, NI_MAXHOST);
 			sf_shared->owner_streamed = true;

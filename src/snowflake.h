@@ -164,6 +164,7 @@ typedef struct SnowflakeShared
 	volatile bool owner_streamed;	/* replayed, streaming, a MARK record of the owner (19b F1) */
 	int			owner_streamed_port;	/* the WAL receiver's upstream then (19c F3) */
 	char		owner_streamed_host[NI_MAXHOST];
+	uint32		owner_streamed_tli;	/* the timeline that record was replayed on (r4 F1) */
 	/*
 	 * The upstream a WAL receiver of this postmaster's life was last seen
 	 * connected to: PostgreSQL 19 clears the WAL receiver's own copy whenever
@@ -172,6 +173,7 @@ typedef struct SnowflakeShared
 	slock_t		upstream_mutex;
 	int			upstream_port;
 	char		upstream_host[NI_MAXHOST];
+	volatile bool import_damaged;	/* the damage is the import file's, not the state file's (round 4) */
 	volatile bool import_pending;	/* the imported mark is not in the state file yet (19b F5) */
 	uint64		import_mark;	/* that mark (tick), while import_pending */
 	void	   *volatile worker_latch;	/* the writer's latch, NULL when none runs */

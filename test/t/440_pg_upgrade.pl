@@ -64,6 +64,8 @@ $new->start;
 my $r = $new->next_refused('a damaged import file', undef, sqlstate => 'XX001', message => qr/is damaged/);
 like($r->{detail} // '', qr/The mark to import, "snowflake\.state\.import", cannot be used/,
 	'the detail names the import file');
+like($r->{stderr}, qr/HINT:  The damaged file is "snowflake\.state\.import", not "snowflake\.state": leave "snowflake\.state" in place/,
+	'the hint names the import file, not the state file, as the one to replace (round 4)');
 $new->stop;
 
 # The documented step: the old cluster's state file, copied as snowflake.state.import.

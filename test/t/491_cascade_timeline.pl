@@ -1,0 +1,94 @@
+# 491_cascade_timeline.pl: fresh evidence does not survive a timeline switch
+# (outside attack on issue 19, round 4, F1).  D, a cascading standby (P -> C
+# -> D), replayed records of the owner P relayed by C and witnessed.  C was
+# then promoted: with failover_adopt off it refuses as a copy, and P still
+# runs.  D followed C onto C's new timeline, from the same host and port as
+# before; promoted, it adopted the node state and repeated P's IDs (468,907
+# duplicates in the attacker's run).  Now the owner's record must have been
+# replayed on the timeline D last replayed and asked its upstream for.
+# A real cascading failover still adopts: P dies, S1 is promoted and adopts
+# (its record reaches S2 on the new timeline), S1 dies, S2 is promoted and
+# adopts above S1's IDs.
+
+use strict;
+use warnings FATAL => 'all';
+
+use FindBin;
+use lib $FindBin::RealBin;
+
+use PostgreSQL::Test::Utils;
+use SnowflakeTest;
+use Test::More;
+
+my $p = SnowflakeTest->new('primary', allows_streaming => 1, conf => 'snowflake.max_clock_jump_ms = 0');
+$p->start;
+$p->query('CREATE EXTENSION snowflake');
+$p->ids('SELECT snowflake_next() FROM generate_series(1, 1000)', 'primary', count => 1000);
+$p->node->backup('pb');
+
+# --- F1: P -> C (failover_adopt off) -> D (failover_adopt on).
+my $c = SnowflakeTest->new('c', from_backup => [ $p, 'pb' ], id_key => 'primary', allows_streaming => 1,
+	conf => 'snowflake.failover_adopt = off');
+$c->start;
+$c->wait_witness;
+$c->node->backup('cb');
+my $d = SnowflakeTest->new('d', from_backup => [ $c, 'cb' ], id_key => 'primary',
+	conf => 'snowflake.failover_adopt = on');
+$d->start;
+ok($d->node->poll_query_until('postgres', "SELECT status = 'streaming' FROM pg_stat_wal_receiver"), 'D streams from C');
+# P raises its mark: the record reaches D through C.
+$p->query('SELECT count(*) FROM snowflake_next_n(100000)');
+$d->wait_witness;
+pass('D witnessed the owner P through C');
+
+$c->node->promote;
+ok($c->node->poll_query_until('postgres', 'SELECT NOT pg_is_in_recovery()'), 'C promoted');
+$c->next_refused('C promoted with failover_adopt off', undef, sqlstate => '55000',
+	message => qr/this data directory is a copy of the one that owns the node state/);
+ok($d->node->poll_query_until('postgres', 'SELECT received_tli = 2 FROM pg_stat_wal_receiver'),
+	'D follows C onto timeline 2, from the same host and port');
+$c->query('CREATE TABLE on_c AS SELECT 1 AS x');
+ok($d->node->poll_query_until('postgres', "SELECT to_regclass('on_c') IS NOT NULL"), 'D replayed C\'s new timeline');
+$d->node->promote;
+ok($d->node->poll_query_until('postgres', 'SELECT NOT pg_is_in_recovery()'), 'D promoted');
+$d->next_refused('D, promoted after its upstream C was promoted and refused', undef, sqlstate => '55000',
+	message => qr/this data directory is a copy of the one that owns the node state/);
+is($d->query('SELECT state FROM snowflake_state()'), 'copy', 'D stays a copy: its evidence of P came from before the switch');
+unlike(slurp_file($d->node->logfile), qr/node state adopted/, 'D did not adopt the node state');
+# The owner goes on; its IDs are checked distinct from everything above.
+$p->ids('SELECT snowflake_next() FROM generate_series(1, 1000)', 'the owner P goes on', count => 1000);
+$d->stop;
+$c->stop;
+
+# --- A real cascading failover: P -> S1 -> S2, both with failover_adopt on.
+my $s1 = SnowflakeTest->new('s1', from_backup => [ $p, 'pb' ], id_key => 'primary', allows_streaming => 1,
+	conf => 'snowflake.failover_adopt = on');
+$s1->start;
+$s1->wait_witness;
+$s1->node->backup('s1b');
+my $s2 = SnowflakeTest->new('s2', from_backup => [ $s1, 's1b' ], id_key => 'primary',
+	conf => 'snowflake.failover_adopt = on');
+$s2->start;
+ok($s2->node->poll_query_until('postgres', "SELECT status = 'streaming' FROM pg_stat_wal_receiver"), 'S2 streams from S1');
+$p->query('SELECT count(*) FROM snowflake_next_n(100000)');
+$s2->wait_witness;
+$p->node->wait_for_catchup($s1->node, 'replay');
+$s1->node->wait_for_catchup($s2->node, 'replay', $p->node->lsn('flush'));
+$p->kill9;
+
+$s1->node->promote;
+ok($s1->node->poll_query_until('postgres', 'SELECT NOT pg_is_in_recovery()'), 'S1 promoted');
+$s1->ids('SELECT snowflake_next() FROM generate_series(1, 1000)', 'S1 adopts after P died', count => 1000);
+is($s1->query('SELECT state FROM snowflake_state()'), 'ok', 'S1 owns the node state');
+ok($s2->node->poll_query_until('postgres', 'SELECT received_tli = 2 FROM pg_stat_wal_receiver'), 'S2 follows S1 onto timeline 2');
+$s1->node->wait_for_catchup($s2->node, 'replay');
+$s1->kill9;
+
+$s2->node->promote;
+ok($s2->node->poll_query_until('postgres', 'SELECT NOT pg_is_in_recovery()'), 'S2 promoted');
+$s2->ids('SELECT snowflake_next() FROM generate_series(1, 1000)', 'S2 adopts after S1 died: S1\'s record reached it on timeline 2',
+	count => 1000);
+is($s2->query('SELECT state FROM snowflake_state()'), 'ok', 'S2 owns the node state');
+$s2->stop;
+$p->summary;
+done_testing();

@@ -1,0 +1,62 @@
+# 494_adopt_remedy.pl: the copy refusal's remedy, followed literally, repeats
+# no ID (outside attack on issue 19, round 4, F2).  The HINT used to say
+# "stop the original, then run SELECT snowflake_adopt_state()": a base backup
+# adopted that way starts from the backup's mark, and the original's IDs
+# issued after the backup (ahead of the clock under max_lead_ms, or with the
+# clock stepped back) came again (2,148 and 1,142,093 duplicates in the
+# attacker's runs).  The HINT now names the step that carries the original's
+# mark (its snowflake.state as snowflake.state.import, then a restart) or the
+# clock condition; following it, the adopted copy issues above every ID of the
+# original, also when its clock is an hour behind them (it waits for it).
+
+use strict;
+use warnings FATAL => 'all';
+
+use File::Copy qw(copy);
+use FindBin;
+use lib $FindBin::RealBin;
+
+use PostgreSQL::Test::Utils;
+use SnowflakeTest;
+use Test::More;
+
+my $conf = 'snowflake.max_clock_jump_ms = 0';
+my $o = SnowflakeTest->new('original', allows_streaming => 1, clock => 'shim', conf => $conf);
+$o->start;
+$o->query('CREATE EXTENSION snowflake');
+$o->ids('SELECT snowflake_next() FROM generate_series(1, 1000)', 'original', count => 1000);
+$o->node->backup('ob');
+
+# N: the base backup started as a server of its own; it refuses, with the remedy.
+my $n = SnowflakeTest->new('copy', from_backup => [ $o, 'ob' ], standby => 0, clock => 'shim', id_key => 'original',
+	conf => $conf);
+$n->start;
+my $r = $n->next_refused('the copy', undef, sqlstate => '55000',
+	message => qr/this data directory is a copy of the one that owns the node state/);
+like($r->{stderr}, qr/HINT:  If this server replaces that one for good \(failover, move\): stop the original, bring its mark here \(put its "snowflake\.state" into this data directory as "snowflake\.state\.import" and restart this server, or wait until the clock here is past the timestamp of every ID it issued\), then run SELECT snowflake_adopt_state\(\)/,
+	'the HINT names how to bring the original\'s mark before adopting');
+unlike($r->{stderr}, qr/HINT:  If this server replaces that one for good \(failover, move\), run SELECT snowflake_adopt_state\(\)/,
+	'the HINT no longer offers adopting at once');
+
+# The original runs on, its clock an hour ahead, and stops for good.
+$o->set_clock('+1h');
+$o->ids('SELECT snowflake_next() FROM generate_series(1, 1000)', 'original, an hour ahead after the backup', count => 1000);
+my $max = $o->query('SELECT max(x) FROM (SELECT snowflake_next() AS x) s');
+$o->record('original, last', $max);
+$o->stop;
+
+# The HINT, first way: the original's state file as the import, a restart, then adoption.
+$n->stop;
+copy($o->data_dir . '/snowflake.state', $n->data_dir . '/snowflake.state.import') or die "copy: $!";
+$n->start;
+like(slurp_file($n->node->logfile), qr/snowflake imported the durable mark/, 'the copy imported the original\'s mark');
+is($n->query('SELECT state FROM snowflake_state()'), 'copy', 'the import does not adopt: still a copy');
+is($n->query('SELECT snowflake_adopt_state()'), 't', 'adopted by hand');
+$r = $n->next_refused('adopted copy, clock an hour behind the original\'s last IDs', 'SET snowflake.max_wait_ms = 500;',
+	message => qr/clock is behind the IDs already issued/);
+$n->set_clock('+1h');
+my @ids = $n->ids('SELECT snowflake_next() FROM generate_series(1, 1000)', 'adopted copy, clock caught up', count => 1000);
+cmp_ok($ids[0], '>', $max, 'the adopted copy issues above every ID of the original');
+$n->stop;
+$o->summary;
+done_testing();
