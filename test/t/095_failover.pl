@@ -53,9 +53,11 @@ is($s->query('SELECT max(id) FROM t'), $max, 'the standby has every committed ID
 $s->query('CHECKPOINT');
 $s->restart;
 
-# The primary dies; the standby, its clock an hour behind the primary's, is promoted.
-$p->kill9;
+# The restarted standby has fresh evidence of its primary (a record the primary
+# logs when it reconnects) before the primary dies; the standby, its clock an
+# hour behind the primary's, is then promoted.
 $s->wait_witness;
+$p->kill9;
 $s->node->promote;
 $s->node->poll_query_until('postgres', 'SELECT NOT pg_is_in_recovery()');
 
