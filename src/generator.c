@@ -69,15 +69,30 @@ sf_check_can_generate(const char *caller)
 
 	if (unlikely(sf_shared->copied))
 	{
+		int			mine;
+		int			theirs;
+
 		if (sf_failover_adopt && !sf_mark_promoted())
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 					 errmsg("%s refused: this data directory is a copy of the one that owns the node state", caller),
 					 errdetail("snowflake.failover_adopt adopts the node state only after this data directory streamed from a primary as a standby "
-							   "and was then promoted (its timeline past the one its state file records); this copy was not, "
-							   "so the original may still issue the same IDs under this node."),
+							   "and was then promoted (its timeline past the one its state file records), with fresh evidence of the owner "
+							   "(a record of it replayed since this server's last start, on the last timeline replayed, from the last upstream); "
+							   "this data directory was not promoted so, or its evidence is not fresh, so the original may still issue the same IDs under this node."),
 					 errhint("If this server replaces that one for good: " SF_ADOPT_REMEDY " "
 							 "If it is a new server, first give it its own snowflake.datacenter_id and snowflake.machine_id, then run it.")));
+		if (sf_failover_adopt && !sf_mark_adopt_node_ok(&mine, &theirs))
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("%s refused: the owner of the node state ran as datacenter %d, machine %d, and this server is configured as datacenter %d, machine %d",
+							caller, theirs / (int) (SF_MAX_MACHINE + 1), theirs % (int) (SF_MAX_MACHINE + 1),
+							mine < 0 ? -1 : mine / (int) (SF_MAX_MACHINE + 1), mine < 0 ? -1 : mine % (int) (SF_MAX_MACHINE + 1)),
+					 errdetail("snowflake.failover_adopt takes over the node its primary ran as (snowflake.datacenter_id and snowflake.machine_id in the configuration files); "
+							   "a standby configured otherwise would issue IDs of a node another server may still run."),
+					 errhint("Give this server its primary's snowflake.datacenter_id and snowflake.machine_id in its configuration files "
+							 "(ALTER SYSTEM, then SELECT pg_reload_conf()) and call again. Adopt by hand (snowflake_adopt_state()) only once "
+							 "no other server runs this server's node.")));
 		if (!sf_failover_adopt)
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),

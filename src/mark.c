@@ -235,6 +235,45 @@ sf_mark_promoted(void)
 }
 
 /*
+ * Publish the node this server runs as from its configuration files (the
+ * reservation writer's settings: it connects to no database, so no ALTER
+ * DATABASE or ALTER ROLE setting applies): the owner's MARK records carry it.
+ * Called by the writer at start and after each reload.
+ */
+void
+sf_mark_publish_node(void)
+{
+	uint32		node = 0;
+
+	if (sf_datacenter_id != SF_NODE_UNSET && sf_machine_id != SF_NODE_UNSET)
+		node = (uint32) (sf_datacenter_id * (int) (SF_MAX_MACHINE + 1) + sf_machine_id) + 1;
+	/* A changed node: an owner logs its record again, so its standbys learn it. */
+	if (pg_atomic_exchange_u32(&sf_shared->server_node, node) != node)
+		sf_owner_logged = false;
+}
+
+/*
+ * Whether a promoted standby may take over the node its owner ran as (round
+ * 5, F1): the owner's record it replayed says which node the owner's server
+ * ran as (from its configuration files), and this server must be configured
+ * the same.  A copy given new node ids and adopted by hand is a new node; its
+ * standby, still configured with the old ids, would otherwise take the old
+ * node over while the original still runs it.  Records of an owner of an
+ * older version say no node: nothing to compare.  *mine, *theirs: the nodes
+ * (-1: not known), for the refusal.
+ */
+bool
+sf_mark_adopt_node_ok(int *mine, int *theirs)
+{
+	uint32		m = pg_atomic_read_u32(&sf_shared->server_node);
+	uint32		t = sf_shared->owner_streamed_node;
+
+	*mine = (int) m - 1;
+	*theirs = (int) t - 1;
+	return t == 0 || m == t;
+}
+
+/*
  * Whether this server's WAL receiver streams from a primary now (standby mode
  * with primary_conninfo, connected): not archive recovery, not standby mode
  * with no primary.
@@ -914,6 +953,7 @@ sf_mark_load(SnowflakeShared *shared, SnowflakeStateImage *out)
 	shared->owner_streamed = false;
 	shared->owner_streamed_port = 0;
 	shared->owner_streamed_tli = 0;
+	shared->owner_streamed_node = 0;
 	memset(shared->owner_streamed_host, 0, sizeof(shared->owner_streamed_host));
 	SpinLockAcquire(&shared->upstream_mutex);
 	shared->upstream_port = 0;
@@ -1202,7 +1242,7 @@ sf_replay_unwritten_report(int code, Datum arg)
 }
 
 void
-sf_mark_replayed(uint64 mark_tick, const SnowflakeIdentity *writer)
+sf_mark_replayed(uint64 mark_tick, const SnowflakeIdentity *writer, uint32 writer_node)
 {
 	uint64		start_word = SF_WORD(mark_tick, SF_MAX_SEQUENCE);
 	SnowflakeStateResult res = {true, 0, SF_STEP_NONE};
@@ -1285,6 +1325,7 @@ sf_mark_replayed(uint64 mark_tick, const SnowflakeIdentity *writer)
 			(void) GetCurrentReplayRecPtr(&record_tli);
 			host[NI_MAXHOST - 1] = '\0';
 			sf_shared->owner_streamed_tli = (uint32) record_tli;
+			sf_shared->owner_streamed_node = writer_node;
 			sf_shared->owner_streamed_port = port;
 			memcpy(sf_shared->owner_streamed_host, host, NI_MAXHOST);
 			sf_shared->owner_streamed = true;
@@ -1454,6 +1495,19 @@ sf_state_adopt(void)
 
 	if (!sf_shared->copied)
 		return;					/* nothing to adopt: no lock, no wait */
+
+	/*
+	 * An import waiting to be read (round 5, F2): the mark it carries is
+	 * taken in only at start.  Adopting first would generate from this
+	 * directory's older mark, below the original's last IDs.
+	 */
+	if (access(SF_STATE_IMPORT_FILE, F_OK) == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("snowflake cannot adopt the node state while \"%s\" waits to be imported", SF_STATE_IMPORT_FILE),
+				 errdetail("The mark in \"%s\" is read only when the server starts; adopting now would generate from this data directory's older mark.",
+						   SF_STATE_IMPORT_FILE),
+				 errhint("Restart the server (it imports the file), then adopt.")));
 
 	/*
 	 * Any error that ends the wait (cancel, statement timeout, termination)

@@ -138,7 +138,7 @@ typedef struct SnowflakeShared
 {
 	LWLock	   *lock;			/* serialises writes of the state file */
 	SnowflakeStateStatus status;
-	char		message[256];	/* why the state is damaged */
+	char		message[1024];	/* why the state is damaged */
 	uint64		floor;			/* tick of the mark loaded at start-up */
 	uint64		clock_seen;		/* wall clock (Unix ms) the file was written at */
 	SnowflakeIdentity owner;	/* the data directory that owns the node state */
@@ -165,6 +165,8 @@ typedef struct SnowflakeShared
 	int			owner_streamed_port;	/* the WAL receiver's upstream then (19c F3) */
 	char		owner_streamed_host[NI_MAXHOST];
 	uint32		owner_streamed_tli;	/* the timeline that record was replayed on (r4 F1) */
+	uint32		owner_streamed_node;	/* the owner's server node + 1 it carried; 0: not said (r5 F1) */
+	pg_atomic_uint32 server_node;	/* this server's node + 1 from its configuration files (the writer's view); 0: unset */
 	/*
 	 * The upstream a WAL receiver of this postmaster's life was last seen
 	 * connected to: PostgreSQL 19 clears the WAL receiver's own copy whenever
@@ -302,7 +304,7 @@ extern bool sf_witness_write(const SnowflakeIdentity *self);
 extern char *sf_identity_text(const SnowflakeIdentity *id);
 
 /* wal.c: the mark in WAL, for standbys and crash recovery */
-typedef void (*sf_replay_fn) (uint64 mark_tick, const SnowflakeIdentity *writer);
+typedef void (*sf_replay_fn) (uint64 mark_tick, const SnowflakeIdentity *writer, uint32 writer_node);
 extern void sf_wal_register(sf_replay_fn replay);
 extern void sf_wal_log_mark(uint64 mark_tick, const SnowflakeIdentity *writer);
 
@@ -329,11 +331,13 @@ pg_noreturn extern void sf_mark_refuse(const char *caller);
 extern void sf_lift_node(SnowflakeSlot *slot, int64 carried_ms, const char *caller);
 extern void sf_mark_nudge(int64 last_tick, int64 now_tick);
 extern long sf_mark_writer_step(bool woken);
-extern void sf_mark_replayed(uint64 mark_tick, const SnowflakeIdentity *writer);
+extern void sf_mark_replayed(uint64 mark_tick, const SnowflakeIdentity *writer, uint32 writer_node);
 /* wal.c: the start of the record being replayed */
 extern XLogRecPtr sf_wal_replay_lsn;
 extern void sf_state_adopt(void);
 extern bool sf_mark_promoted(void);
+extern bool sf_mark_adopt_node_ok(int *mine, int *theirs);
+extern void sf_mark_publish_node(void);
 extern void sf_mark_observe_upstream(void);
 extern int64 sf_mark_margin_ms(void);
 

@@ -48,6 +48,9 @@ typedef struct xl_snowflake_mark
 
 #define SF_XL_WRITER		0x1		/* writer_* name the owner that logged it */
 #define SF_XL_WRITER_BTIME	0x2		/* writer_btime_* are known */
+#define SF_XL_WRITER_NODE	0x4		/* bits 8-17: the writer's server node (round 5, F1) */
+#define SF_XL_NODE_SHIFT	8
+#define SF_XL_NODE_MASK		0x3FF
 #define SF_XL_MARK_V12_SIZE	sizeof(uint64)
 
 static void sf_wal_redo(XLogReaderState *record);
@@ -88,7 +91,12 @@ sf_wal_log_mark(uint64 mark_tick, const SnowflakeIdentity *writer)
 	xlrec.mark = mark_tick;
 	if (writer != NULL)
 	{
+		uint32		node = pg_atomic_read_u32(&sf_shared->server_node);
+
 		xlrec.writer_flags = SF_XL_WRITER | (writer->has_btime ? SF_XL_WRITER_BTIME : 0);
+		/* The node this server runs as (its configuration files): a standby takes over that node only. */
+		if (node != 0)
+			xlrec.writer_flags |= SF_XL_WRITER_NODE | (((node - 1) & SF_XL_NODE_MASK) << SF_XL_NODE_SHIFT);
 		xlrec.writer_ino = writer->ino;
 		xlrec.writer_btime_sec = writer->btime_sec;
 		xlrec.writer_btime_nsec = writer->btime_nsec;
@@ -101,7 +109,7 @@ sf_wal_log_mark(uint64 mark_tick, const SnowflakeIdentity *writer)
 
 /* A MARK record's mark and writer (1.3), or mark alone (1.2); false if malformed. */
 static bool
-sf_wal_decode(XLogReaderState *record, uint64 *mark, SnowflakeIdentity *writer, bool *has_writer)
+sf_wal_decode(XLogReaderState *record, uint64 *mark, SnowflakeIdentity *writer, bool *has_writer, uint32 *node)
 {
 	xl_snowflake_mark xlrec;
 	uint32		len = XLogRecGetDataLen(record);
@@ -109,6 +117,7 @@ sf_wal_decode(XLogReaderState *record, uint64 *mark, SnowflakeIdentity *writer, 
 	memset(&xlrec, 0, sizeof(xlrec));
 	memset(writer, 0, sizeof(*writer));
 	*has_writer = false;
+	*node = 0;
 	if (len != sizeof(xlrec) && len != SF_XL_MARK_V12_SIZE)
 		return false;
 	memcpy(&xlrec, XLogRecGetData(record), len);
@@ -120,6 +129,8 @@ sf_wal_decode(XLogReaderState *record, uint64 *mark, SnowflakeIdentity *writer, 
 		writer->has_btime = (xlrec.writer_flags & SF_XL_WRITER_BTIME) != 0;
 		writer->btime_sec = xlrec.writer_btime_sec;
 		writer->btime_nsec = xlrec.writer_btime_nsec;
+		if (xlrec.writer_flags & SF_XL_WRITER_NODE)
+			*node = ((xlrec.writer_flags >> SF_XL_NODE_SHIFT) & SF_XL_NODE_MASK) + 1;
 	}
 	return true;
 }
@@ -131,14 +142,15 @@ sf_wal_redo(XLogReaderState *record)
 	uint64		mark;
 	SnowflakeIdentity writer;
 	bool		has_writer;
+	uint32		node;
 
 	if (info != XLOG_SNOWFLAKE_MARK)
 		elog(PANIC, "snowflake redo: unknown op code %u", info);
 
-	if (!sf_wal_decode(record, &mark, &writer, &has_writer))
+	if (!sf_wal_decode(record, &mark, &writer, &has_writer, &node))
 		elog(PANIC, "snowflake redo: MARK record of %u bytes", (unsigned) XLogRecGetDataLen(record));
 	sf_wal_replay_lsn = record->ReadRecPtr;
-	sf_replay(mark, has_writer ? &writer : NULL);
+	sf_replay(mark, has_writer ? &writer : NULL, node);
 }
 
 static void
@@ -151,8 +163,9 @@ sf_wal_desc(StringInfo buf, XLogReaderState *record)
 		uint64		mark;
 		SnowflakeIdentity writer;
 		bool		has_writer;
+		uint32		node;
 
-		if (!sf_wal_decode(record, &mark, &writer, &has_writer))
+		if (!sf_wal_decode(record, &mark, &writer, &has_writer, &node))
 		{
 			appendStringInfo(buf, "malformed (%u bytes)", (unsigned) XLogRecGetDataLen(record));
 			return;
@@ -161,6 +174,8 @@ sf_wal_desc(StringInfo buf, XLogReaderState *record)
 		if (has_writer)
 			appendStringInfo(buf, "; owner " UINT64_FORMAT ":" INT64_FORMAT ".%09u", writer.ino,
 							 writer.has_btime ? writer.btime_sec : 0, writer.has_btime ? writer.btime_nsec : 0);
+		if (node != 0)
+			appendStringInfo(buf, "; node %u/%u", (unsigned) ((node - 1) / (SF_MAX_MACHINE + 1)), (unsigned) ((node - 1) % (SF_MAX_MACHINE + 1)));
 	}
 }
 

@@ -71,6 +71,7 @@ snowflake_worker_main(Datum main_arg)
 		proc_exit(0);
 	on_shmem_exit(sf_worker_detach, (Datum) 0);
 	sf_shared->worker_latch = MyLatch;
+	sf_mark_publish_node();
 
 	woken = true;
 	while (!ShutdownRequestPending)
@@ -82,6 +83,7 @@ snowflake_worker_main(Datum main_arg)
 		{
 			ConfigReloadPending = false;
 			ProcessConfigFile(PGC_SIGHUP);
+			sf_mark_publish_node();
 		}
 
 		sleep_ms = sf_mark_writer_step(woken);

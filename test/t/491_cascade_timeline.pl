@@ -6,6 +6,8 @@
 # before; promoted, it adopted the node state and repeated P's IDs (468,907
 # duplicates in the attacker's run).  Now the owner's record must have been
 # replayed on the timeline D last replayed and asked its upstream for.
+# Round 5, F1: a standby adopts only the node its owner ran as (C2 given new
+# node ids and adopted; its standby D2, still configured as P's node, refuses).
 # A real cascading failover still adopts: P dies, S1 is promoted and adopts
 # (its record reaches S2 on the new timeline), S1 dies, S2 is promoted and
 # adopts above S1's IDs.
@@ -59,6 +61,52 @@ unlike(slurp_file($d->node->logfile), qr/node state adopted/, 'D did not adopt t
 $p->ids('SELECT snowflake_next() FROM generate_series(1, 1000)', 'the owner P goes on', count => 1000);
 $d->stop;
 $c->stop;
+
+# --- Round 5, F1: P -> C2 -> D2.  C2 is promoted and, as the copy refusal's hint
+# says for a new server, given its own node ids (ALTER SYSTEM: not replicated)
+# and adopted by hand.  D2 follows it onto the new timeline and replays its
+# owner record, but D2 is still configured as P's node: promoted, it must
+# refuse, or it issues P's node's IDs while P runs (995,904 duplicates in the
+# attacker's run).
+my $c2 = SnowflakeTest->new('c2', from_backup => [ $p, 'pb' ], id_key => 'primary',
+	conf => 'snowflake.failover_adopt = off');
+$c2->start;
+$c2->wait_witness;
+$c2->node->backup('c2b');
+my $d2 = SnowflakeTest->new('d2', from_backup => [ $c2, 'c2b' ], id_key => 'primary',
+	conf => 'snowflake.failover_adopt = on');
+$d2->start;
+ok($d2->node->poll_query_until('postgres', "SELECT status = 'streaming' FROM pg_stat_wal_receiver"), 'D2 streams from C2');
+$p->query('SELECT count(*) FROM snowflake_next_n(100000)');
+$d2->wait_witness;
+$c2->node->promote;
+ok($c2->node->poll_query_until('postgres', 'SELECT NOT pg_is_in_recovery()'), 'C2 promoted');
+$c2->query('ALTER SYSTEM SET snowflake.machine_id = 2');
+$c2->query('SELECT pg_reload_conf()');
+ok($c2->node->poll_query_until('postgres', "SELECT current_setting('snowflake.machine_id') = '2'"), 'C2 runs as machine 2');
+is($c2->query('SELECT snowflake_adopt_state()'), 't', 'C2 adopted by hand as a new node');
+my $c2_first = $c2->query('SELECT snowflake_next()');
+is(SnowflakeTest::id_machine($c2_first), 2, 'C2 issues machine 2\'s IDs');
+ok($d2->node->poll_query_until('postgres', 'SELECT received_tli = 2 FROM pg_stat_wal_receiver'), 'D2 follows C2 onto timeline 2');
+$c2->node->wait_for_catchup($d2->node, 'replay', $c2->node->lsn('insert'));
+$d2->node->promote;
+ok($d2->node->poll_query_until('postgres', 'SELECT NOT pg_is_in_recovery()'), 'D2 promoted');
+$d2->next_refused('D2, configured as P\'s node, promoted after its upstream became machine 2', undef, sqlstate => '55000',
+	message => qr/the owner of the node state ran as datacenter 1, machine 2, and this server is configured as datacenter 1, machine 1/);
+is($d2->query('SELECT state FROM snowflake_state()'), 'copy', 'D2 stays a copy');
+$p->ids('SELECT snowflake_next() FROM generate_series(1, 1000)', 'the owner P goes on beside C2', count => 1000);
+# The hint's remedy: D2 given its primary's node ids, then it adopts.
+$d2->query('ALTER SYSTEM SET snowflake.machine_id = 2');
+$d2->query('SELECT pg_reload_conf()');
+ok($d2->node->poll_query_until('postgres', "SELECT current_setting('snowflake.machine_id') = '2'"), 'D2 reloaded as machine 2');
+$c2->stop;
+my $d2_id;
+ok($d2->node->poll_query_until('postgres', "SELECT snowflake_next() IS NOT NULL"), 'D2, now configured as its primary\'s node, adopts')
+  or diag('D2 still refuses');
+$d2_id = $d2->query('SELECT snowflake_next()');
+is(SnowflakeTest::id_machine($d2_id), 2, 'D2 issues machine 2\'s IDs');
+cmp_ok($d2_id, '>', $c2_first, 'above C2\'s IDs');
+$d2->stop;
 
 # --- A real cascading failover: P -> S1 -> S2, both with failover_adopt on.
 my $s1 = SnowflakeTest->new('s1', from_backup => [ $p, 'pb' ], id_key => 'primary', allows_streaming => 1,

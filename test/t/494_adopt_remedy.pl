@@ -8,6 +8,8 @@
 # mark (its snowflake.state as snowflake.state.import, then a restart) or the
 # clock condition; following it, the adopted copy issues above every ID of the
 # original, also when its clock is an hour behind them (it waits for it).
+# Adopting while the import file still waits for the restart is refused
+# (round 5, F2).
 
 use strict;
 use warnings FATAL => 'all';
@@ -46,9 +48,13 @@ $o->record('original, last', $max);
 $o->stop;
 
 # The HINT, first way: the original's state file as the import, a restart, then adoption.
-$n->stop;
+# Adopting before the restart is refused (round 5, F2: it returned t and the copy
+# then issued 200,000 of the original's IDs again; the import is read only at start).
 copy($o->data_dir . '/snowflake.state', $n->data_dir . '/snowflake.state.import') or die "copy: $!";
-$n->start;
+$n->refused('SELECT snowflake_adopt_state()', 'adopting while the import waits to be read', sqlstate => '55000',
+	message => qr/snowflake cannot adopt the node state while "snowflake\.state\.import" waits to be imported/);
+is($n->query('SELECT state FROM snowflake_state()'), 'copy', 'still a copy: the refused call adopted nothing');
+$n->restart;
 like(slurp_file($n->node->logfile), qr/snowflake imported the durable mark/, 'the copy imported the original\'s mark');
 is($n->query('SELECT state FROM snowflake_state()'), 'copy', 'the import does not adopt: still a copy');
 is($n->query('SELECT snowflake_adopt_state()'), 't', 'adopted by hand');
