@@ -101,6 +101,9 @@ $lock->query_safe('COMMIT');
 ok($w->node->wait_for_log(qr/WARNING:  snowflake could not claim this server's node in registry "public.snowflake_registry": the claim committed after its lease had ended \(\d+ ms ago\): it does not count/, $offset),
 	'the worker\'s claim that committed after its lease ended does not count, and is logged');
 $w->next_refused('no ID under it', undef, message => qr/this server holds no current registry claim/);
+# A reload wakes the worker for its next round at once (it sets the worker's
+# latch; the configuration stays the same) instead of 5 s after the failed one.
+$w->node->reload;
 ok($w->node->poll_query_until('postgres', 'SELECT snowflake_next() > 0'), 'the next round claims the node again');
 ok($w->node->wait_for_log(qr/LOG:  snowflake claimed this server's node in registry "public.snowflake_registry" again/, $offset),
 	'and says so');

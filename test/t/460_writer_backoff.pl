@@ -3,9 +3,11 @@
 # every 100 ms forever, and logs one failure per episode, then one line with
 # the count when a write succeeds again (issue 19 item 5).  Each attempt logs a
 # MARK record to WAL (and so writes on every standby): fewer attempts, fewer
-# records.  Counts, not timings: over an idle stretch of 6 s the old writer
-# made about 60 attempts (and 60 LOG entries); with the backoff it makes at
-# most 7 (100 + 200 + ... + 3200 ms > 6 s).
+# records.  Counts, not timings: over an idle stretch of 3 s the old writer
+# made about 30 attempts (and 30 LOG entries); with the backoff, the stretch
+# starting at an attempt at least 200 ms after the first, it makes at most 4
+# (200 + 400 + 800 + 1600 ms > 3 s; the bound below leaves one for a slow
+# machine, where the stretch runs long).
 
 use strict;
 use warnings FATAL => 'all';
@@ -37,12 +39,20 @@ $t->refused("SET snowflake.max_wait_ms = 500;\nSELECT count(snowflake_next()) FR
 	'the write fails', sqlstate => '42501', message => qr/could not rename snowflake state file/);
 my $f0 = failures();
 cmp_ok($f0, '>', $before, 'the writer\'s writes fail');
-sleep 6;
-my $f1 = failures();
-my $idle = $f1 - $f0;
-note "attempts while idle for 6 s: $idle";
-cmp_ok($idle, '>=', 1, 'the writer still retries while idle');
-cmp_ok($idle, '<=', 7, "it backs off: $idle attempts in 6 s (every 100 ms would be about 60)");
+# The writer's next attempt with no client at all (a generous guard: the
+# backoff is capped at 10 s), then an idle stretch of 3 s from there.
+my $f1 = $f0;
+for (1 .. 10 * $PostgreSQL::Test::Utils::timeout_default)
+{
+	$f1 = failures();
+	last if $f1 > $f0;
+	usleep(100_000);
+}
+cmp_ok($f1, '>', $f0, 'the writer still retries while idle');
+sleep 3;
+my $idle = failures() - $f1;
+note "attempts while idle for 3 s: $idle";
+cmp_ok($idle, '<=', 5, "it backs off: $idle attempts in 3 s (every 100 ms would be about 30)");
 
 my $log = substr(slurp_file($t->node->logfile), $log_offset);
 my $lines = () = $log =~ /\[$writer\] LOG:  could not rename snowflake state file/g;

@@ -53,10 +53,30 @@ $t->stop;
 unlink "$pgdata/snowflake.state.import";
 
 # --- A FIFO at the writer's temporary file: the writer replaces it and writes.
+# IDs are made, in batches, until they pass the mark the server started with by
+# a second: the mark is raised past it (at least twice, at the default
+# reservation_ms) through snowflake.state.tmp.  How many IDs that takes is the
+# clock's business, not a fixed count (3,000,000 IDs took 12 s, and a minute on
+# a loaded machine).  A writer blocked by the FIFO (or failing on it) leaves a
+# batch waiting snowflake.max_wait_ms, then refused.
 owned_fifo("$pgdata/snowflake.state.tmp");
 $t->start;
-$r = $t->run("SET snowflake.max_wait_ms = 20000;\nSELECT count(snowflake_next()) FROM (SELECT generate_series(1, 3000000)) s;");
-is($r->{ret}, 0, 'a FIFO at snowflake.state.tmp: 3,000,000 IDs, the mark raised past it') or diag($r->{stderr});
+my $mark_ms = q{SELECT floor(extract(epoch FROM reserved_until) * 1000)::bigint FROM snowflake_state()};
+my $start_mark = $t->query($mark_ms);
+my $writes = $t->query('SELECT mark_writes FROM snowflake_state()');
+my ($batches, $last) = (0, 0);
+for (1 .. 1000)
+{
+	$r = $t->run("SET snowflake.max_wait_ms = 20000;\nSELECT max(id) FROM (SELECT snowflake_next() AS id FROM generate_series(1, 50000)) s;");
+	last if $r->{ret} != 0;
+	$batches++;
+	($last) = $r->{stdout} =~ /(\d+)/;
+	last if id_unix_ms($last) > $start_mark + 1000;
+}
+is($r->{ret}, 0, "a FIFO at snowflake.state.tmp: $batches batches of 50,000 IDs") or diag($r->{stderr});
+cmp_ok(id_unix_ms($last), '>', $start_mark + 1000, 'the IDs passed the mark the server started with by a second');
+cmp_ok($t->query($mark_ms), '>', id_unix_ms($last), 'the mark was raised past them');
+cmp_ok($t->query('SELECT mark_writes FROM snowflake_state()'), '>', $writes, 'by the writer');
 my @after = $t->ids('SELECT snowflake_next() FROM generate_series(1, 1000)', 'and after', count => 1000);
 cmp_ok($after[0], '>', $before[-1], 'above every earlier ID');
 ok(!-p "$pgdata/snowflake.state.tmp", 'the FIFO is gone');

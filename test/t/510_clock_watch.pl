@@ -17,6 +17,11 @@ use Test::More;
 use Time::HiRes qw(time usleep);
 
 my $TOL = 5000;
+# The parts whose waits grow with the tolerance run with a tolerance of 1 s:
+# a clock stepped ahead by a fraction of it and back makes the next ID wait
+# that long, and a hold that must outlast the tolerance is waited out.  Same
+# ratios as with 5 s, a fifth of the waiting.
+my $STOL = 1000;
 my $JUMP = qr/^snowflake_next(_n)?\(\) refused: the system clock jumped (\d+) ms forward$/;
 
 sub log_count
@@ -73,7 +78,7 @@ sub fresh
 	return $t;
 }
 
-my $t = fresh(undef, '[12], [4], [1], [10]');
+my $t = fresh(undef, '[12], [4], [1], [10]', "snowflake.max_clock_jump_ms = $STOL\n");
 
 # --- [12] The postmaster follows the shim: at clean shutdown it writes the
 # --- state file with the clock it reads.
@@ -92,34 +97,34 @@ $t->next_id('[4] the clock corrected after a restart while it was behind: no hol
 reset_clock($t, '[1]');
 # --- [1] Small steps add up: three steps of 0.6 tolerance each.
 my $log_at = -s $t->node->logfile;
-$t->set_clock_ms(3000);
-$t->next_id('[1] clock +3 s (within the 5 s tolerance)');
-$t->set_clock_ms(6000);
-my $r = $t->refused('SELECT snowflake_next();', '[1] clock +6 s in two steps of 3 s: held (W1)', message => $JUMP);
+$t->set_clock_ms($STOL * 6 / 10);
+$t->next_id("[1] clock +0.6 s (within the $STOL ms tolerance)");
+$t->set_clock_ms($STOL * 12 / 10);
+my $r = $t->refused('SELECT snowflake_next();', '[1] clock +1.2 s in two steps of 0.6 s: held (W1)', message => $JUMP);
 my ($ms) = ($r->{message} // "") =~ /jumped (\d+) ms/;
-cmp_ok(abs(($ms // 0) - 6000), '<', 50, '[1] the jump measured is the sum of the steps') or diag("measured " . ($ms // "none"));
+cmp_ok(abs(($ms // 0) - $STOL * 12 / 10), '<', 50, '[1] the jump measured is the sum of the steps') or diag("measured " . ($ms // "none"));
 # An excursion within the tolerance, back, then a larger one.
 $t->set_clock_ms(0);
 $t->next_id('[1] back at real time: the hold ends by itself');
-$t->set_clock_ms(4900);
-$t->next_id('[1] a +4.9 s excursion');
+$t->set_clock_ms($STOL * 98 / 100);
+$t->next_id('[1] a +0.98 s excursion');
 $t->set_clock_ms(0);
 $t->next_id('[1] back');
-$t->set_clock_ms(9800);
-$t->refused('SELECT snowflake_next();', '[1] later +9.8 s: held, the excursion was not taken in', message => $JUMP);
+$t->set_clock_ms($STOL * 196 / 100);
+$t->refused('SELECT snowflake_next();', '[1] later +1.96 s: held, the excursion was not taken in', message => $JUMP);
 $t->set_clock_ms(0);
 $t->next_id('[1] back again');
 
 reset_clock($t, '[10] exact');
 # --- [10] Exactly the tolerance is no jump; one ms more is, and the message
 # --- does not contradict itself.
-$t->set_clock_ms($TOL);
+$t->set_clock_ms($STOL);
 $t->next_id('[10] clock exactly max_clock_jump_ms ahead: no jump ("more than")');
-$t->set_clock_ms($TOL + 1);
+$t->set_clock_ms($STOL + 1);
 $r = $t->refused('SELECT snowflake_next();', '[10] one ms more: held', message => $JUMP);
 ($ms) = ($r->{message} // "") =~ /jumped (\d+) ms/;
-cmp_ok($ms // 0, '>', $TOL, '[10] the jump reported is more than the tolerance it is compared with');
-like($r->{detail}, qr/more than snowflake\.max_clock_jump_ms \($TOL ms\) allows/, '[10] the detail names the setting');
+cmp_ok($ms // 0, '>', $STOL, '[10] the jump reported is more than the tolerance it is compared with');
+like($r->{detail}, qr/more than snowflake\.max_clock_jump_ms \($STOL ms\) allows/, '[10] the detail names the setting');
 $t->set_clock_ms(0);
 $t->next_id('[10] back');
 
@@ -136,10 +141,10 @@ like(slurp_file($t->node->logfile), qr/jumped \d+ ms forward of the time trusted
 # --- [6], [3] A crash during a hold (longer than the tolerance) keeps it (the
 # --- file never says "not held" while the clock is ahead); correcting the
 # --- clock ends it.
-$t = fresh($t, '[3], [6] crash');
+$t = fresh($t, '[3], [6] crash', "snowflake.max_clock_jump_ms = $STOL\n");
 $t->set_clock_ms(7_200_000);
 $t->refused('SELECT snowflake_next();', '[3] clock +2 h', message => $JUMP);
-usleep(($TOL + 1000) * 1000);
+usleep(($STOL + 1000) * 1000);
 my $victim = $t->background;
 my $victim_pid = $victim->query_safe('SELECT pg_backend_pid()');
 kill 'KILL', $victim_pid or die "kill: $!";
@@ -185,7 +190,7 @@ is(log_count($t, qr/WARNING:  snowflake: the system clock jumped \d+ ms forward,
 is(log_count($t, qr/WARNING:  snowflake: the system clock came back/, $log_at), 10,
 	'[3] and 10 that one ended');
 
-$t = fresh($t, '[6] restarts');
+$t = fresh($t, '[6] restarts', "snowflake.max_clock_jump_ms = $STOL\n");
 # Two clean restarts during a hold, the hold lasting longer than the tolerance.
 $t->set_clock_ms(7_200_000);
 $t->refused('SELECT snowflake_next();', '[6] clock +2 h', message => $JUMP);
@@ -194,7 +199,7 @@ usleep(1_500_000);    # the hold is recorded (by the call, or the writer's next 
 cmp_ok(state_file_wall($t), '<', now_ms() + $TOL + 1000,
 	'[2] during a hold, the state file is written with the trusted time, not the jumped clock (W2)');
 $t->restart;
-usleep(($TOL + 1000) * 1000);
+usleep(($STOL + 1000) * 1000);
 $t->restart;
 $t->refused('SELECT snowflake_next();', '[6] two restarts later: still held', message => $JUMP);
 $t->set_clock_ms(0);
