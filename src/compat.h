@@ -79,4 +79,28 @@ typedef get_relation_info_hook_type sf_rel_hook_type;
 #define SF_REL_HOOK_ARGS root, relationObjectId, inhparent, rel
 #endif
 
+/*
+ * Where this session's value of a setting came from (its GucSource): 16 and
+ * later export find_option() (guc_tables.h); 15 has only the array of every
+ * setting.  Used for snowflake's own settings, which always exist.
+ */
+#include "utils/guc_tables.h"
+static inline GucSource
+sf_guc_source(const char *name)
+{
+#if PG_VERSION_NUM >= 160000
+	struct config_generic *g = find_option(name, false, true, ERROR);
+
+	return g != NULL ? g->source : PGC_S_DEFAULT;
+#else
+	struct config_generic **vars = get_guc_variables();
+	int			n = GetNumConfigOptions();
+
+	for (int i = 0; i < n; i++)
+		if (strcmp(vars[i]->name, name) == 0)
+			return vars[i]->source;
+	return PGC_S_DEFAULT;
+#endif
+}
+
 #endif							/* SNOWFLAKE_COMPAT_H */

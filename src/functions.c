@@ -316,6 +316,8 @@ snowflake_adopt_state(PG_FUNCTION_ARGS)
 				 errmsg("cannot execute %s during recovery", "snowflake_adopt_state()"),
 				 errhint("Run it after promotion, or set snowflake.failover_adopt = on before.")));
 	was_copy = sf_shared->copied;
+	if (was_copy)
+		sf_check_session_node("snowflake_adopt_state()");
 	sf_state_adopt();
 	PG_RETURN_BOOL(was_copy);
 }

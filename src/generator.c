@@ -20,7 +20,9 @@
 
 #include "access/xlog.h"
 #include "miscadmin.h"
+#include "postmaster/interrupt.h"
 
+#include "compat.h"
 #include "snowflake.h"
 
 /*
@@ -57,6 +59,43 @@ sf_current_node(const char *caller)
  * original's mark comes first, or the clock must be past its IDs.
  */
 #define SF_ADOPT_REMEDY "stop the original, bring its mark here (put its \"" SF_STATE_FILE "\" into this data directory as \"" SF_STATE_IMPORT_FILE "\" and restart this server, or wait until the clock here is past the timestamp of every ID it issued), then run SELECT snowflake_adopt_state()."
+
+/*
+ * Before an adoption (round 6): this session must have read the last
+ * configuration reload.  A session reads a reload only between statements: a
+ * statement that runs through one (a retry loop, or "SELECT pg_reload_conf();
+ * SELECT snowflake_adopt_state()" sent as one query) would adopt and then
+ * issue IDs of the node the server ran as before, which the original may
+ * still run.  Refused while a reload is pending in this session, and while
+ * its node, where it comes from the configuration files, differs from the
+ * one the files say now (the reservation writer's view, published at each
+ * reload).  Settings from ALTER DATABASE or ALTER ROLE are the same on every
+ * server of a cluster (they replicate) and are not compared; a session SET is
+ * the caller's own choice.
+ */
+void
+sf_check_session_node(const char *caller)
+{
+	uint32		server = pg_atomic_read_u32(&sf_shared->server_node);
+	bool		stale = ConfigReloadPending;
+
+	if (!stale && server != 0)
+	{
+		int			dc = (int) (server - 1) / (int) (SF_MAX_MACHINE + 1);
+		int			mc = (int) (server - 1) % (int) (SF_MAX_MACHINE + 1);
+
+		stale = (sf_guc_source("snowflake.datacenter_id") <= PGC_S_ARGV && sf_datacenter_id != dc) ||
+			(sf_guc_source("snowflake.machine_id") <= PGC_S_ARGV && sf_machine_id != mc);
+	}
+	if (stale)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("%s refused: this session has not read the last configuration reload yet", caller),
+				 errdetail("It runs as datacenter %d, machine %d, and takes reloaded settings at its next statement; "
+						   "adopting the node state before that could issue IDs of a node this server no longer runs as.",
+						   sf_datacenter_id, sf_machine_id),
+				 errhint("Run the call again as a new statement.")));
+}
 
 /* Refuse unless generation can proceed here: primary, state sound (preloading: sf_current_node). */
 static void
@@ -102,6 +141,7 @@ sf_check_can_generate(const char *caller)
 					 errhint("If this server replaces that one for good (failover, move): " SF_ADOPT_REMEDY " "
 							 "If it is a new server, first give it its own snowflake.datacenter_id and snowflake.machine_id, then run it. "
 							 "On standbys meant to take over, set snowflake.failover_adopt = on.")));
+		sf_check_session_node(caller);
 		sf_state_adopt();
 	}
 

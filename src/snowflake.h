@@ -335,6 +335,7 @@ extern void sf_mark_replayed(uint64 mark_tick, const SnowflakeIdentity *writer, 
 /* wal.c: the start of the record being replayed */
 extern XLogRecPtr sf_wal_replay_lsn;
 extern void sf_state_adopt(void);
+extern void sf_check_session_node(const char *caller);
 extern bool sf_mark_promoted(void);
 extern bool sf_mark_adopt_node_ok(int *mine, int *theirs);
 extern void sf_mark_publish_node(void);

@@ -8,7 +8,8 @@
 # replayed on the timeline D last replayed and asked its upstream for.
 # Round 5, F1: a standby adopts only the node its owner ran as (C2 given new
 # node ids and adopted; its standby D2, still configured as P's node, refuses).
-# A real cascading failover still adopts: P dies, S1 is promoted and adopts
+# A statement that ran through the reload that gave D2 its new ids adopts nothing
+# (round 6).  A real cascading failover still adopts: P dies, S1 is promoted and adopts
 # (its record reaches S2 on the new timeline), S1 dies, S2 is promoted and
 # adopts above S1's IDs.
 
@@ -95,9 +96,32 @@ $d2->next_refused('D2, configured as P\'s node, promoted after its upstream beca
 	message => qr/the owner of the node state ran as datacenter 1, machine 2, and this server is configured as datacenter 1, machine 1/);
 is($d2->query('SELECT state FROM snowflake_state()'), 'copy', 'D2 stays a copy');
 $p->ids('SELECT snowflake_next() FROM generate_series(1, 1000)', 'the owner P goes on beside C2', count => 1000);
-# The hint's remedy: D2 given its primary's node ids, then it adopts.
+# The hint's remedy: D2 given its primary's node ids, then it adopts, but not in
+# a statement that ran through the reload (round 6: the session still ran as
+# machine 1 and issued P's node's IDs, 21,000 duplicates).  One statement
+# reloads and retries until the writer has read the files: every try is refused.
 $d2->query('ALTER SYSTEM SET snowflake.machine_id = 2');
-$d2->query('SELECT pg_reload_conf()');
+my $stale = $d2->run(q{DO $$
+DECLARE
+	msg text := '';
+BEGIN
+	PERFORM pg_reload_conf();
+	FOR i IN 1..400 LOOP
+		BEGIN
+			PERFORM snowflake_next();
+			RAISE EXCEPTION 'adopted in a statement that ran through the reload';
+		EXCEPTION WHEN object_not_in_prerequisite_state THEN
+			msg := SQLERRM;
+			EXIT WHEN msg LIKE '%has not read the last configuration reload%';
+			PERFORM pg_sleep(0.05);
+		END;
+	END LOOP;
+	RAISE NOTICE 'last refusal: %', msg;
+END $$;});
+is($stale->{ret}, 0, 'the statement that ran through the reload issued no ID') or diag($stale->{stderr});
+like($stale->{stderr}, qr/last refusal: snowflake_next\(\) refused: this session has not read the last configuration reload yet/,
+	'it was refused as a session that had not read the reload');
+is($d2->query('SELECT state FROM snowflake_state()'), 'copy', 'D2 is still a copy');
 ok($d2->node->poll_query_until('postgres', "SELECT current_setting('snowflake.machine_id') = '2'"), 'D2 reloaded as machine 2');
 $c2->stop;
 my $d2_id;

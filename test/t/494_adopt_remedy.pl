@@ -64,5 +64,43 @@ $n->set_clock('+1h');
 my @ids = $n->ids('SELECT snowflake_next() FROM generate_series(1, 1000)', 'adopted copy, clock caught up', count => 1000);
 cmp_ok($ids[0], '>', $max, 'the adopted copy issues above every ID of the original');
 $n->stop;
+
+# A copy that becomes a new server gets its own node ids first, then adopts: not in a
+# statement that ran through the reload of those ids (round 6: it adopted and
+# issued the original's node's IDs, 19,000 duplicates).
+my $n2 = SnowflakeTest->new('copy2', from_backup => [ $o, 'ob' ], standby => 0, clock => 'shim', conf => $conf);
+$n2->start;
+$n2->next_refused('the second copy', undef, sqlstate => '55000', message => qr/is a copy/);
+# Session X waits inside one statement; the ids change and are reloaded (a new
+# session runs as machine 3); then X adopts, still in that statement.
+$n2->query('CREATE TABLE go (x int)');
+my $bg = $n2->background;
+$bg->query_until(qr/waiting/, "\\echo waiting\n" . q{DO $$
+DECLARE
+	msg text := 'adopted';
+BEGIN
+	WHILE NOT EXISTS (SELECT 1 FROM go) LOOP
+		PERFORM pg_sleep(0.05);
+	END LOOP;
+	BEGIN
+		PERFORM snowflake_adopt_state();
+	EXCEPTION WHEN object_not_in_prerequisite_state THEN
+		msg := SQLERRM;
+	END;
+	RAISE NOTICE 'outcome: %', msg;
+END $$;} . "\n");
+$n2->wait_for_active('DO %');
+$n2->query('ALTER SYSTEM SET snowflake.machine_id = 3');
+$n2->query('SELECT pg_reload_conf()');
+ok($n2->node->poll_query_until('postgres', 'SHOW snowflake.machine_id', '3'), 'a new session runs as machine 3');
+$n2->query('INSERT INTO go VALUES (1)');
+$bg->query_until(qr/finished/, "\\echo finished\n");
+like($bg->{stderr}, qr/outcome: snowflake_adopt_state\(\) refused: this session has not read the last configuration reload yet/,
+	'a statement that ran through the reload of the new ids adopts nothing');
+$bg->quit;
+is($n2->query('SELECT state FROM snowflake_state()'), 'copy', 'the second copy is still a copy');
+is($n2->query('SELECT snowflake_adopt_state()'), 't', 'a new statement adopts');
+is(SnowflakeTest::id_machine($n2->query('SELECT snowflake_next()')), 3, 'and issues IDs of its own node, machine 3');
+$n2->stop;
 $o->summary;
 done_testing();
