@@ -81,8 +81,8 @@ sf_check_session_node(const char *caller)
 
 	if (!stale && server != 0)
 	{
-		int			dc = (int) (server - 1) / (int) (SF_MAX_MACHINE + 1);
-		int			mc = (int) (server - 1) % (int) (SF_MAX_MACHINE + 1);
+		int			dc = SF_NODE_DC((int) server - 1);
+		int			mc = SF_NODE_MC((int) server - 1);
 
 		stale = (sf_guc_source("snowflake.datacenter_id") <= PGC_S_ARGV && sf_datacenter_id != dc) ||
 			(sf_guc_source("snowflake.machine_id") <= PGC_S_ARGV && sf_machine_id != mc);
@@ -125,8 +125,8 @@ sf_check_can_generate(const char *caller)
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 					 errmsg("%s refused: the owner of the node state ran as datacenter %d, machine %d, and this server is configured as datacenter %d, machine %d",
-							caller, theirs / (int) (SF_MAX_MACHINE + 1), theirs % (int) (SF_MAX_MACHINE + 1),
-							mine < 0 ? -1 : mine / (int) (SF_MAX_MACHINE + 1), mine < 0 ? -1 : mine % (int) (SF_MAX_MACHINE + 1)),
+							caller, SF_NODE_DC(theirs), SF_NODE_MC(theirs),
+							mine < 0 ? -1 : SF_NODE_DC(mine), mine < 0 ? -1 : SF_NODE_MC(mine)),
 					 errdetail("snowflake.failover_adopt takes over the node its primary ran as (snowflake.datacenter_id and snowflake.machine_id in the configuration files); "
 							   "a standby configured otherwise would issue IDs of a node another server may still run."),
 					 errhint("Give this server its primary's snowflake.datacenter_id and snowflake.machine_id in its configuration files "
@@ -175,8 +175,6 @@ sf_check_can_generate(const char *caller)
 /* Set just before a repeated refusal's ERROR: snowflake.c's emit_log_hook keeps it out of the server log. */
 bool		sf_quiet_error = false;
 
-#define SF_DC(node)		((node) / (int) (SF_MAX_MACHINE + 1))
-#define SF_MC(node)		((node) % (int) (SF_MAX_MACHINE + 1))
 
 /*
  * Note the clock in the slot; count a step back once, by whoever sees it
@@ -196,7 +194,7 @@ sf_note_clock(SnowflakeSlot *slot, int node, uint64 seen, int64 now_ms)
 			pg_atomic_compare_exchange_u32(&slot->rolling_back, &rolling, 0))
 			ereport(WARNING,
 					(errmsg("snowflake: the system clock is back at the highest time seen for datacenter %d, machine %d: the clock rollback is over",
-							SF_DC(node), SF_MC(node))));
+							SF_NODE_DC(node), SF_NODE_MC(node))));
 		while ((uint64) now_ms > high &&
 			   !pg_atomic_compare_exchange_u64(&slot->clock_high, &high, (uint64) now_ms))
 			;
@@ -216,7 +214,7 @@ sf_note_clock(SnowflakeSlot *slot, int node, uint64 seen, int64 now_ms)
 			ereport(WARNING,
 					(errmsg("snowflake: the system clock went back %llu ms for datacenter %d, machine %d: "
 							"IDs wait for it (up to snowflake.max_wait_ms) or are refused until it is back",
-							(unsigned long long) back, SF_DC(node), SF_MC(node))));
+							(unsigned long long) back, SF_NODE_DC(node), SF_NODE_MC(node))));
 	}
 }
 
@@ -241,7 +239,7 @@ sf_count_refusal(SnowflakeSlot *slot, int node, const char *why)
 	if (streak == SF_REFUSAL_STREAK)
 		ereport(WARNING,
 				(errmsg("snowflake: %d calls in a row refused for datacenter %d, machine %d, the last because %s",
-						SF_REFUSAL_STREAK, SF_DC(node), SF_MC(node), why)));
+						SF_REFUSAL_STREAK, SF_NODE_DC(node), SF_NODE_MC(node), why)));
 }
 
 /* An ID was issued: end a streak of refusals (one WARNING with the count, if more than one). */
@@ -256,7 +254,7 @@ sf_end_refusals(SnowflakeSlot *slot, int node)
 	if (streak > 1)
 		ereport(WARNING,
 				(errmsg("snowflake: datacenter %d, machine %d issues IDs again after %u refused calls in a row",
-						SF_DC(node), SF_MC(node), streak)));
+						SF_NODE_DC(node), SF_NODE_MC(node), streak)));
 }
 
 /* Refuse a call while the clock watch holds generation for a forward jump. */

@@ -28,6 +28,11 @@
 
 #define SF_NODE_COUNT		((SF_MAX_DATACENTER + 1) * (SF_MAX_MACHINE + 1))	/* 1024 */
 
+/* A node's index, 0 .. SF_NODE_COUNT - 1 (datacenter * 32 + machine), and back. */
+#define SF_NODE_INDEX(dc, mc)	((dc) * (int) (SF_MAX_MACHINE + 1) + (mc))
+#define SF_NODE_DC(node)	((node) / (int) (SF_MAX_MACHINE + 1))
+#define SF_NODE_MC(node)	((node) % (int) (SF_MAX_MACHINE + 1))
+
 /* The Twitter epoch, 2010-11-04 01:42:54.657 UTC, in Unix ms. */
 #define SF_EPOCH_UNIX_MS	INT64CONST(1288834974657)
 #define SF_MAX_UNIX_MS		(SF_EPOCH_UNIX_MS + SF_MAX_TICK)	/* 2080-07-10 17:30:30.208 UTC */

@@ -246,7 +246,7 @@ sf_mark_publish_node(void)
 	uint32		node = 0;
 
 	if (sf_datacenter_id != SF_NODE_UNSET && sf_machine_id != SF_NODE_UNSET)
-		node = (uint32) (sf_datacenter_id * (int) (SF_MAX_MACHINE + 1) + sf_machine_id) + 1;
+		node = (uint32) SF_NODE_INDEX(sf_datacenter_id, sf_machine_id) + 1;
 	/* A changed node: an owner logs its record again, so its standbys learn it. */
 	if (pg_atomic_exchange_u32(&sf_shared->server_node, node) != node)
 		sf_owner_logged = false;

@@ -69,8 +69,6 @@ PG_FUNCTION_INFO_V1(snowflake_note_claim);
 PG_FUNCTION_INFO_V1(snowflake_note_release);
 PG_FUNCTION_INFO_V1(snowflake_claim_token);
 
-#define SF_NODE_DC(node)	((node) / (int) (SF_MAX_MACHINE + 1))
-#define SF_NODE_M(node)		((node) % (int) (SF_MAX_MACHINE + 1))
 
 /*
  * A claim or release made by this backend's open transaction, applied to
@@ -164,14 +162,14 @@ sf_claim_refuse(SnowflakeSlot *slot, int node, int64 now_ms, int64 last_tick, co
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("%s refused: this server holds no current registry claim for datacenter %d, machine %d",
-						caller, SF_NODE_DC(node), SF_NODE_M(node)),
+						caller, SF_NODE_DC(node), SF_NODE_MC(node)),
 				 errdetail("snowflake.require_claim is on; the claim was never taken since start-up, was released, or its lease ended."),
 				 errhint("Run SELECT <extension schema>.snowflake_claim_node('<schema>.<registry table>'::pg_catalog.regclass, '5 minutes'::interval), and renew it before the lease ends (the registry worker, snowflake.registry, does both).")));
 
 	ereport(ERROR,
 			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 			 errmsg("%s refused: the ID would pass the bound of this server's registry claim for datacenter %d, machine %d",
-					caller, SF_NODE_DC(node), SF_NODE_M(node)),
+					caller, SF_NODE_DC(node), SF_NODE_MC(node)),
 			 errdetail("snowflake.require_claim is on; IDs under a claim may run at most snowflake.max_lead_ms (as it was when the claim was taken) past the lease's end, "
 					   "here %lld ms past the bound; a release (also one rolled back) fences the node at the last ID issued until the next claim.",
 					   (long long) (last_tick + SF_EPOCH_UNIX_MS - bound)),
@@ -700,7 +698,7 @@ snowflake_claim_token(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("another server renewed this server's claim on datacenter %d, machine %d: a block-level clone or snapshot of this server may be running",
-						SF_NODE_DC(node), SF_NODE_M(node)),
+						SF_NODE_DC(node), SF_NODE_MC(node)),
 				 first ?
 				 errdetail("The registry row names this server's identity (system identifier, data directory inode and birth time) with claim token %s, which this server did not issue. "
 						   "A copy of this server made below the file system (a disk image, an LVM, ZFS or cloud-volume snapshot or clone) has the same identity; "

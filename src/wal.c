@@ -175,7 +175,7 @@ sf_wal_desc(StringInfo buf, XLogReaderState *record)
 			appendStringInfo(buf, "; owner " UINT64_FORMAT ":" INT64_FORMAT ".%09u", writer.ino,
 							 writer.has_btime ? writer.btime_sec : 0, writer.has_btime ? writer.btime_nsec : 0);
 		if (node != 0)
-			appendStringInfo(buf, "; node %u/%u", (unsigned) ((node - 1) / (SF_MAX_MACHINE + 1)), (unsigned) ((node - 1) % (SF_MAX_MACHINE + 1)));
+			appendStringInfo(buf, "; node %d/%d", SF_NODE_DC((int) node - 1), SF_NODE_MC((int) node - 1));
 	}
 }
 
