@@ -225,6 +225,9 @@ for my $i (0 .. $#dbs)
 # ---------------------------------------------------------------------------------------------
 # 3. Parallel workers.
 
+# The scan sleeps 0.1 ms a row (about 2 s in all): without it, under load, the first worker
+# took every page before the second started (seen once in a two-versions-at-once CI run), and
+# the check that two workers made IDs failed.
 # pg_backend_pid() is PARALLEL RESTRICTED because in a worker it returns the worker's pid: here
 # that is the point.  plpgsql, so that it is not inlined (and its label is kept).
 sql('postgres', q{
@@ -251,8 +254,8 @@ $par_setup
 EXPLAIN (ANALYZE, VERBOSE, COSTS OFF, TIMING OFF, SUMMARY OFF) SELECT snowflake_next();
 SELECT 'single', snowflake_next(), backend_pid_here();
 EXPLAIN (ANALYZE, VERBOSE, COSTS OFF, TIMING OFF, SUMMARY OFF)
-  SELECT snowflake_next(), backend_pid_here() FROM par_src;
-SELECT 'scan', snowflake_next(), backend_pid_here() FROM par_src;
+  SELECT snowflake_next(), backend_pid_here() FROM par_src WHERE pg_sleep(0.0001) IS NOT NULL;
+SELECT 'scan', snowflake_next(), backend_pid_here() FROM par_src WHERE pg_sleep(0.0001) IS NOT NULL;
 RESET $force_parallel;
 SELECT 'after', snowflake_next();
 });
