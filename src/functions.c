@@ -8,11 +8,21 @@
  */
 #include "postgres.h"
 
+#include "access/genam.h"
 #include "access/htup_details.h"
+#include "access/table.h"
 #include "access/xlog.h"
+#include "catalog/pg_db_role_setting.h"
+#include "catalog/pg_type.h"
+#include "commands/dbcommands.h"
 #include "fmgr.h"
 #include "funcapi.h"
+#include "lib/stringinfo.h"
+#include "miscadmin.h"
+#include "utils/acl.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/rel.h"
 #include "utils/timestamp.h"
 
 #include "snowflake.h"
@@ -303,6 +313,75 @@ snowflake_status(PG_FUNCTION_ARGS)
 	return (Datum) 0;
 }
 
+/*
+ * Refuse a hand adoption while ALTER DATABASE or ALTER ROLE settings give
+ * node ids (round 7, F2): they came with the copy from the original, which
+ * may still run those nodes, and every session of that database or role here
+ * would issue its IDs.  Read from the catalog directly (no query, nothing a
+ * role could plant).
+ */
+static void
+sf_refuse_carried_node_settings(void)
+{
+	Relation	rel;
+	SysScanDesc scan;
+	HeapTuple	tuple;
+	StringInfoData found;
+
+	initStringInfo(&found);
+	rel = table_open(DbRoleSettingRelationId, AccessShareLock);
+	scan = systable_beginscan(rel, InvalidOid, false, NULL, 0, NULL);
+	while (HeapTupleIsValid(tuple = systable_getnext(scan)))
+	{
+		Form_pg_db_role_setting setting = (Form_pg_db_role_setting) GETSTRUCT(tuple);
+		bool		isnull;
+		Datum		config = heap_getattr(tuple, Anum_pg_db_role_setting_setconfig,
+										  RelationGetDescr(rel), &isnull);
+		Datum	   *items;
+		bool	   *item_nulls;
+		int			count;
+
+		if (isnull)
+			continue;
+		deconstruct_array(DatumGetArrayTypeP(config), TEXTOID, -1, false, TYPALIGN_INT,
+						  &items, &item_nulls, &count);
+		for (int i = 0; i < count; i++)
+		{
+			char	   *item;
+			char	   *db;
+			char	   *role;
+
+			if (item_nulls[i])
+				continue;
+			item = TextDatumGetCString(items[i]);
+			if (pg_strncasecmp(item, "snowflake.datacenter_id=", 24) != 0 &&
+				pg_strncasecmp(item, "snowflake.machine_id=", 21) != 0)
+				continue;
+			db = OidIsValid(setting->setdatabase) ? get_database_name(setting->setdatabase) : NULL;
+			role = OidIsValid(setting->setrole) ? GetUserNameFromId(setting->setrole, true) : NULL;
+			appendStringInfo(&found, "%s%s %s, %s %s: %s",
+							 found.len > 0 ? "; " : "",
+							 OidIsValid(setting->setdatabase) ? "database" : "every",
+							 OidIsValid(setting->setdatabase) ? quote_identifier(db ? db : "?") : "database",
+							 OidIsValid(setting->setrole) ? "role" : "every",
+							 OidIsValid(setting->setrole) ? quote_identifier(role ? role : "?") : "role",
+							 item);
+		}
+	}
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+
+	if (found.len > 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("snowflake_adopt_state() refused: database or role settings give node ids"),
+				 errdetail("%s. They came with this data directory from the one it was copied from, which may still run those nodes; "
+						   "sessions here would issue its IDs.", found.data),
+				 errhint("Remove them (ALTER DATABASE ... RESET snowflake.machine_id, ALTER ROLE ... RESET ..., "
+						 "or ALTER ROLE ... IN DATABASE ... RESET ...), adopt, then give the databases and roles the node ids this server is to run: "
+						 "the original's only if this server replaces it for good and it is stopped.")));
+}
+
 /* snowflake_adopt_state(): this data directory takes over the node state it was copied with. */
 Datum
 snowflake_adopt_state(PG_FUNCTION_ARGS)
@@ -317,7 +396,11 @@ snowflake_adopt_state(PG_FUNCTION_ARGS)
 				 errhint("Run it after promotion, or set snowflake.failover_adopt = on before.")));
 	was_copy = sf_shared->copied;
 	if (was_copy)
+	{
 		sf_check_session_node("snowflake_adopt_state()");
+		sf_refuse_carried_node_settings();
+		sf_mark_older_sessions();
+	}
 	sf_state_adopt();
 	PG_RETURN_BOOL(was_copy);
 }

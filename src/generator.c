@@ -21,6 +21,7 @@
 #include "access/xlog.h"
 #include "miscadmin.h"
 #include "postmaster/interrupt.h"
+#include "storage/proc.h"
 
 #include "compat.h"
 #include "snowflake.h"
@@ -61,25 +62,45 @@ sf_current_node(const char *caller)
 #define SF_ADOPT_REMEDY "stop the original, bring its mark here (put its \"" SF_STATE_FILE "\" into this data directory as \"" SF_STATE_IMPORT_FILE "\" and restart this server, or wait until the clock here is past the timestamp of every ID it issued), then run SELECT snowflake_adopt_state()."
 
 /*
- * Before an adoption (round 6): this session must have read the last
- * configuration reload.  A session reads a reload only between statements: a
- * statement that runs through one (a retry loop, or "SELECT pg_reload_conf();
- * SELECT snowflake_adopt_state()" sent as one query) would adopt and then
- * issue IDs of the node the server ran as before, which the original may
- * still run.  Refused while a reload is pending in this session, and while
- * its node, where it comes from the configuration files, differs from the
- * one the files say now (the reservation writer's view, published at each
- * reload).  Settings from ALTER DATABASE or ALTER ROLE are the same on every
- * server of a cluster (they replicate) and are not compared; a session SET is
- * the caller's own choice.
+ * Whether this session's node is the one the configuration files say now: it
+ * comes from the files (or the default, or the server's command line), the
+ * session has read every reload signalled to it, and the reservation writer,
+ * which reads the files at each reload, publishes the same node.  Settings of
+ * ALTER DATABASE, ALTER ROLE, the connection or SET are not from the files.
+ */
+static bool
+sf_session_node_is_servers(void)
+{
+	uint32		server = pg_atomic_read_u32(&sf_shared->server_node);
+
+	return !ConfigReloadPending && server != 0 &&
+		sf_guc_source("snowflake.datacenter_id") <= PGC_S_ARGV &&
+		sf_guc_source("snowflake.machine_id") <= PGC_S_ARGV &&
+		SF_NODE_INDEX(sf_datacenter_id, sf_machine_id) == (int) server - 1;
+}
+
+/*
+ * Before an adoption (round 6): this session's node, where it comes from the
+ * configuration files, must be the one the files say now (the reservation
+ * writer's view, published at each reload).  A session reads a reload only
+ * between statements: a statement that runs through one (a retry loop, or
+ * "SELECT pg_reload_conf(); SELECT snowflake_adopt_state()" sent as one
+ * query) would adopt and then issue IDs of the node the server ran as before,
+ * which the original may still run.  A reload that changes no node id does
+ * not refuse (round 7, F3): failover_adopt then generates under the node the
+ * files still say, and after snowflake_adopt_state() the session issues
+ * nothing until it has read the reload (sf_check_older_session()).  Settings
+ * from ALTER DATABASE or ALTER ROLE are the same on every server of a cluster
+ * (they replicate) and are not compared here; a session SET is the caller's
+ * own choice.
  */
 void
 sf_check_session_node(const char *caller)
 {
 	uint32		server = pg_atomic_read_u32(&sf_shared->server_node);
-	bool		stale = ConfigReloadPending;
+	bool		stale = false;
 
-	if (!stale && server != 0)
+	if (server != 0)
 	{
 		int			dc = SF_NODE_DC((int) server - 1);
 		int			mc = SF_NODE_MC((int) server - 1);
@@ -95,6 +116,61 @@ sf_check_session_node(const char *caller)
 						   "adopting the node state before that could issue IDs of a node this server no longer runs as.",
 						   sf_datacenter_id, sf_machine_id),
 				 errhint("Run the call again as a new statement.")));
+}
+
+/* The adoptions by snowflake_adopt_state() this session has been checked against. */
+static uint32 sf_hand_adoptions_seen = 0;
+
+/*
+ * snowflake_adopt_state() is about to adopt (round 7): every process that
+ * holds a PGPROC now began before the adoption, and so read its node
+ * settings (the configuration files, ALTER DATABASE and ALTER ROLE settings)
+ * before the operator gave this server its own.  Each is noted by its pid;
+ * sf_check_older_session() refuses generation in them.  Noted before the
+ * adoption takes effect: a session that could generate after it is either
+ * noted or began after this.
+ */
+void
+sf_mark_older_sessions(void)
+{
+	int			n = Min((int) ProcGlobal->allProcCount, sf_shared->older_count);
+
+	for (int i = 0; i < n; i++)
+		pg_atomic_write_u32(&sf_shared->older_pid[i], (uint32) ProcGlobal->allProcs[i].pid);
+	pg_write_barrier();
+	pg_atomic_fetch_add_u32(&sf_shared->hand_adoptions, 1);
+}
+
+/*
+ * A snowflake_adopt_state() adopted since this session last looked (round 7):
+ * a session that began before it issues no ID unless its node is provably
+ * the server's as configured now (sf_session_node_is_servers()); its node
+ * settings may be the original's (a statement running since before the new
+ * ids were reloaded, a connection opened before ALTER DATABASE gave new ids),
+ * which the original may still run.  Sessions begun afterwards read the
+ * settings as they are.
+ */
+static void
+sf_check_older_session(const char *caller)
+{
+	uint32		adoptions = pg_atomic_read_u32(&sf_shared->hand_adoptions);
+	int			i = (int) (MyProc - ProcGlobal->allProcs);
+	bool		older;
+
+	pg_read_barrier();
+	older = i < 0 || i >= sf_shared->older_count ||
+		pg_atomic_read_u32(&sf_shared->older_pid[i]) == (uint32) MyProcPid;
+	if (older && !sf_session_node_is_servers())
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("%s refused: this session began before snowflake_adopt_state() made this server the owner of the node state", caller),
+				 errdetail("It runs as datacenter %d, machine %d, from settings read before the adoption "
+						   "(a statement that began before the last reload, or ALTER DATABASE, ALTER ROLE or connection settings); "
+						   "they may be the node of the data directory this one was copied from, which may still issue its IDs.",
+						   sf_datacenter_id, sf_machine_id),
+				 errhint("Open a new session: it reads this server's node settings as they are now. "
+						 "A session whose node comes from the configuration files may also run the call again as a new statement.")));
+	sf_hand_adoptions_seen = adoptions;
 }
 
 /* Refuse unless generation can proceed here: primary, state sound (preloading: sf_current_node). */
@@ -144,6 +220,11 @@ sf_check_can_generate(const char *caller)
 		sf_check_session_node(caller);
 		sf_state_adopt();
 	}
+
+	/* Read after copied: an adoption notes the older sessions before it clears copied. */
+	pg_read_barrier();
+	if (unlikely(pg_atomic_read_u32(&sf_shared->hand_adoptions) != sf_hand_adoptions_seen))
+		sf_check_older_session(caller);
 
 	if (sf_shared->status == SF_STATE_UNREADABLE)
 		ereport(ERROR,

@@ -8,7 +8,10 @@
  */
 #include "postgres.h"
 
+#include "access/twophase.h"
+#include "miscadmin.h"
 #include "storage/ipc.h"
+#include "storage/proc.h"
 #include "storage/shmem.h"
 
 #include "snowflake.h"
@@ -17,11 +20,19 @@
 
 SnowflakeShared *sf_shared = NULL;
 
+/* Every PGPROC the server has (PostgreSQL's own count; MaxBackends is known by shmem_request_hook). */
+static int
+sf_proc_count(void)
+{
+	return MaxBackends + NUM_AUXILIARY_PROCS + max_prepared_xacts;
+}
+
 /* The space to request (shmem_request_hook), with room to align to a cache line. */
 Size
 sf_shmem_size(void)
 {
-	return MAXALIGN(sizeof(SnowflakeShared)) + PG_CACHE_LINE_SIZE;
+	return MAXALIGN(add_size(offsetof(SnowflakeShared, older_pid),
+							 mul_size(sf_proc_count(), sizeof(pg_atomic_uint32)))) + PG_CACHE_LINE_SIZE;
 }
 
 /* The named LWLock tranche to request beside it. */
@@ -71,6 +82,10 @@ sf_shmem_init(void)
 	pg_atomic_init_u64(&sf_shared->clock_held, 0);
 	pg_atomic_init_u64(&sf_shared->clock_max_jump, 0);
 	pg_atomic_init_u32(&sf_shared->clock_held_recorded, 0);
+	pg_atomic_init_u32(&sf_shared->hand_adoptions, 0);
+	sf_shared->older_count = sf_proc_count();
+	for (int i = 0; i < sf_shared->older_count; i++)
+		pg_atomic_init_u32(&sf_shared->older_pid[i], 0);
 	for (int i = 0; i < SF_NODE_COUNT; i++)
 	{
 		SnowflakeSlot *slot = &sf_shared->slots[i].slot;

@@ -144,6 +144,7 @@ typedef struct SnowflakeShared
 	SnowflakeIdentity owner;	/* the data directory that owns the node state */
 	SnowflakeIdentity self;		/* this one */
 	volatile bool copied;		/* owner differs: generation waits for adoption */
+	pg_atomic_uint32 hand_adoptions;	/* snowflake_adopt_state() adoptions; sessions older than the last re-check (round 7) */
 	uint32		file_tli;		/* timeline the state file records (under lock); 0: unknown */
 	char		pad1[PG_CACHE_LINE_SIZE];
 	pg_atomic_uint64 reserved;	/* durable mark: no ID beyond this tick */
@@ -194,6 +195,15 @@ typedef struct SnowflakeShared
 	uint8		boot_id[16];	/* the kernel's boot_id at start-up */
 	char		pad4[PG_CACHE_LINE_SIZE];
 	SnowflakeSlotPadded slots[SF_NODE_COUNT];
+
+	/*
+	 * Sessions that began before the last snowflake_adopt_state(): the pid of
+	 * each process then holding a PGPROC, by its index in the proc array
+	 * (round 7).  Written by the adopting backend before the adoption,
+	 * read by each backend for itself.
+	 */
+	int			older_count;
+	pg_atomic_uint32 older_pid[FLEXIBLE_ARRAY_MEMBER];
 } SnowflakeShared;
 
 /* shmem.c: the shared memory itself */
@@ -336,6 +346,7 @@ extern void sf_mark_replayed(uint64 mark_tick, const SnowflakeIdentity *writer, 
 extern XLogRecPtr sf_wal_replay_lsn;
 extern void sf_state_adopt(void);
 extern void sf_check_session_node(const char *caller);
+extern void sf_mark_older_sessions(void);
 extern bool sf_mark_promoted(void);
 extern bool sf_mark_adopt_node_ok(int *mine, int *theirs);
 extern void sf_mark_publish_node(void);

@@ -1,0 +1,165 @@
+# 489_adopt_older_sessions.pl: a copy that becomes a new server issues no ID
+# of the original's nodes after snowflake_adopt_state() (outside attack on
+# issue 19, round 7).  The original runs on throughout, as node 1/1 and, in
+# database app, 1/2 (ALTER DATABASE), which the copy carries.
+#
+# F1: a statement that began before the copy's new ids were reloaded kept
+#     generating under the old node after another session adopted (24,541
+#     and 32,080 duplicates).  Sessions that began before the adoption now
+#     issue IDs only while their node is the one the files say now.
+# F2: a connection opened before ALTER DATABASE gave new ids kept the old
+#     node (40,136), and a copy carries the original's per-database node
+#     settings (68,809).  Adoption refuses while database or role settings
+#     give node ids, and older connections issue nothing after it.
+# F3: any reload during an adoption retry loop refused every try until the
+#     statement ended; a reload that changes no id no longer does.
+
+use strict;
+use warnings FATAL => 'all';
+
+use FindBin;
+use lib $FindBin::RealBin;
+
+use PostgreSQL::Test::Utils;
+use SnowflakeTest;
+use Test::More;
+
+my $o = SnowflakeTest->new('original', allows_streaming => 1);
+$o->start;
+$o->query('CREATE EXTENSION snowflake');
+$o->query('CREATE DATABASE app');
+$o->query("\\c app\nCREATE EXTENSION snowflake");
+$o->query('ALTER DATABASE app SET snowflake.machine_id = 2');
+$o->query('CREATE ROLE bob LOGIN SUPERUSER');
+$o->query('ALTER ROLE bob IN DATABASE postgres SET snowflake.datacenter_id = 5');
+$o->ids('SELECT snowflake_next() FROM generate_series(1, 100)', 'original', count => 100);
+$o->node->backup('ob');
+
+# The copy, started as a server of its own (id_key: its IDs meet the original's).
+my $c = SnowflakeTest->new('copy', from_backup => [ $o, 'ob' ], standby => 0, id_key => 'original');
+$c->start;
+$c->next_refused('the copy', undef, message => qr/is a copy/);
+$c->query('CREATE TABLE go (x int)');
+$c->query('CREATE TABLE got (id bigint)');
+
+# Sessions open before the copy gets its own ids:
+# S1 runs one statement through the reload and the adoption, then generates.
+my $s1 = $c->background;
+$s1->query_until(qr/waiting/, "\\echo waiting\n" . q{DO $$
+DECLARE
+	msg text := 'issued';
+BEGIN
+	WHILE NOT EXISTS (SELECT 1 FROM go) LOOP
+		PERFORM pg_sleep(0.05);
+	END LOOP;
+	BEGIN
+		INSERT INTO got SELECT snowflake_next() FROM generate_series(1, 1000);
+	EXCEPTION WHEN object_not_in_prerequisite_state THEN
+		msg := SQLERRM;
+	END;
+	RAISE NOTICE 'outcome: %', msg;
+END $$;} . "\n");
+$c->wait_for_active('DO %');
+# A: connected to app, where the carried database setting makes it machine 2.
+my $a = $c->node->background_psql('app', on_error_stop => 0);
+is($a->query_safe('SHOW snowflake.machine_id'), '2', 'a session in app runs as machine 2, from the carried database setting');
+# I: idle between statements, its node from the files.
+my $i = $c->background;
+
+# The copy gets its own ids, in its files, and reloads.
+$c->query('ALTER SYSTEM SET snowflake.machine_id = 3');
+$c->query('SELECT pg_reload_conf()');
+ok($c->node->poll_query_until('postgres', 'SHOW snowflake.machine_id', '3'), 'a new session runs as machine 3');
+
+# F2: adoption refuses while database or role settings give node ids.
+my $r = $c->refused('SELECT snowflake_adopt_state()', 'adopting with carried database and role settings',
+	message => qr/^snowflake_adopt_state\(\) refused: database or role settings give node ids$/);
+like($r->{detail}, qr/database app, every role: snowflake\.machine_id=2/, 'the detail names the database setting');
+like($r->{detail}, qr/database postgres, role bob: snowflake\.datacenter_id=5/, 'and the role setting');
+like($r->{hint}, qr/ALTER DATABASE \.\.\. RESET snowflake\.machine_id/, 'the hint says how to remove them');
+is($c->query('SELECT state FROM snowflake_state()'), 'copy', 'still a copy');
+$c->query('ALTER DATABASE app RESET snowflake.machine_id');
+$c->query('ALTER ROLE bob IN DATABASE postgres RESET snowflake.datacenter_id');
+is($c->query('SELECT snowflake_adopt_state()'), 't', 'adopted once they are removed');
+
+# The original goes on issuing its nodes' IDs.
+$o->ids('SELECT snowflake_next() FROM generate_series(1, 1000)', 'original after the copy adopted', count => 1000);
+$o->ids("\\c app\nSELECT snowflake_next() FROM generate_series(1, 1000)", 'original in app (machine 2)', count => 1000);
+
+# F1: the statement that began before the reload issues nothing.
+$c->query('INSERT INTO go VALUES (1)');
+$s1->query_until(qr/finished/, "\\echo finished\n");
+like($s1->{stderr}, qr/outcome: snowflake_next\(\) refused: this session began before snowflake_adopt_state\(\) made this server the owner of the node state/,
+	'a statement that began before the reload of the new ids issues no ID after the adoption');
+is($c->query('SELECT count(*) FROM got'), '0', 'and inserted none');
+# Its next statement has read the reload: machine 3, from the files.
+$s1->{stderr} = '';
+my @ids = grep { /^\d+$/ } split /\n/, $s1->query_safe('SELECT snowflake_next() FROM generate_series(1, 10)');
+$c->_check_recorded('S1, next statement', @ids);
+is(scalar(grep { SnowflakeTest::id_machine($_) == 3 } @ids), 10, 'its next statement issues machine 3\'s IDs');
+$s1->quit;
+
+# F2: the connection opened before the database setting was removed issues nothing.
+$a->query('SELECT snowflake_next()');
+like($a->{stderr}, qr/this session began before snowflake_adopt_state\(\) made this server the owner/,
+	'a connection to app opened before the adoption (machine 2, the original\'s) issues no ID');
+like($a->{stderr}, qr/runs as datacenter 1, machine 2/, 'the detail says the node it runs as');
+$a->{stderr} = '';
+$a->query('SELECT snowflake_next()');
+like($a->{stderr}, qr/this session began before snowflake_adopt_state\(\)/, 'nor in a later statement');
+$a->quit;
+# A new connection to app reads the settings as they are now: machine 3.
+@ids = $c->ids("\\c app\nSELECT snowflake_next() FROM generate_series(1, 10)", 'new session in app', count => 10);
+is(scalar(grep { SnowflakeTest::id_machine($_) == 3 } @ids), 10, 'a new connection to app issues machine 3\'s IDs');
+
+# The idle session took the reload between statements: machine 3, no refusal.
+@ids = grep { /^\d+$/ } split /\n/, $i->query_safe('SELECT snowflake_next() FROM generate_series(1, 10)');
+$c->_check_recorded('idle session', @ids);
+is(scalar(grep { SnowflakeTest::id_machine($_) == 3 } @ids), 10,
+	'a session open since before the adoption whose node is the files\' issues machine 3\'s IDs');
+$i->quit;
+$c->stop;
+
+# F3: a reload that changes no id does not refuse an adoption retry loop.
+# This copy was given its own ids before its first start, as the docs say.
+my $c2 = SnowflakeTest->new('copy2', from_backup => [ $o, 'ob' ], standby => 0, id_key => 'original',
+	conf => 'snowflake.machine_id = 4');
+$c2->start;
+$c2->query('ALTER DATABASE app RESET snowflake.machine_id');
+$c2->query('ALTER ROLE bob IN DATABASE postgres RESET snowflake.datacenter_id');
+$c2->query('CREATE TABLE go (x int)');
+my $bg = $c2->background;
+$bg->query_until(qr/waiting/, "\\echo waiting\n" . q{DO $$
+DECLARE
+	msg text;
+BEGIN
+	WHILE NOT EXISTS (SELECT 1 FROM go) LOOP
+		PERFORM pg_sleep(0.05);
+	END LOOP;
+	FOR n IN 1 .. 20 LOOP
+		BEGIN
+			PERFORM snowflake_adopt_state();
+			msg := 'adopted';
+			EXIT;
+		EXCEPTION WHEN object_not_in_prerequisite_state THEN
+			msg := SQLERRM;
+			PERFORM pg_sleep(0.1);
+		END;
+	END LOOP;
+	RAISE NOTICE 'outcome: %', msg;
+END $$;} . "\n");
+$c2->wait_for_active('DO %');
+$c2->query('SELECT pg_reload_conf()');
+$c2->node->poll_query_until('postgres', q{SELECT pg_sleep(0.2) IS NOT NULL});
+$c2->query('INSERT INTO go VALUES (1)');
+$bg->query_until(qr/finished/, "\\echo finished\n");
+like($bg->{stderr}, qr/outcome: adopted/, 'a retry loop that ran through a reload changing no id adopts');
+is($c2->query('SELECT state FROM snowflake_state()'), 'ok', 'the second copy owns its node state');
+$bg->{stderr} = '';
+@ids = grep { /^\d+$/ } split /\n/, $bg->query_safe('SELECT snowflake_next() FROM generate_series(1, 10)');
+$c2->_check_recorded('copy2, the adopting session', @ids);
+is(scalar(grep { SnowflakeTest::id_machine($_) == 4 } @ids), 10, 'and its next statement issues machine 4\'s IDs');
+$bg->quit;
+$c2->stop;
+$o->summary;
+done_testing();
