@@ -154,12 +154,15 @@ static void
 sf_check_older_session(const char *caller)
 {
 	uint32		adoptions = pg_atomic_read_u32(&sf_shared->hand_adoptions);
-	int			i = (int) (MyProc - ProcGlobal->allProcs);
+
+	/* A parallel worker runs on its leader's settings: the leader's age counts. */
+	PGPROC	   *session = MyProc->lockGroupLeader != NULL ? MyProc->lockGroupLeader : MyProc;
+	int			i = (int) (session - ProcGlobal->allProcs);
 	bool		older;
 
 	pg_read_barrier();
 	older = i < 0 || i >= sf_shared->older_count ||
-		pg_atomic_read_u32(&sf_shared->older_pid[i]) == (uint32) MyProcPid;
+		pg_atomic_read_u32(&sf_shared->older_pid[i]) == (uint32) session->pid;
 	if (older && !sf_session_node_is_servers())
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),

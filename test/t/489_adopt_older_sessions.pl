@@ -107,6 +107,22 @@ like($a->{stderr}, qr/runs as datacenter 1, machine 2/, 'the detail says the nod
 $a->{stderr} = '';
 $a->query('SELECT snowflake_next()');
 like($a->{stderr}, qr/this session began before snowflake_adopt_state\(\)/, 'nor in a later statement');
+# Nor through parallel workers, which start after the adoption with its settings.
+my $force_parallel = $c->node->pg_version >= 16 ? 'debug_parallel_query' : 'force_parallel_mode';
+$a->{stderr} = '';
+my $out = $a->query(qq{CREATE TABLE rows AS SELECT generate_series(1, 2000) AS n;
+SET $force_parallel = on;
+SET parallel_setup_cost = 0;
+SET parallel_tuple_cost = 0;
+SET min_parallel_table_scan_size = 0;
+SET max_parallel_workers_per_gather = 2;
+SET parallel_leader_participation = off;
+EXPLAIN (COSTS OFF) SELECT snowflake_next() FROM rows;
+SELECT snowflake_next() FROM rows;});
+like($out, qr/Gather.*Parallel Seq Scan/s, 'the older session\'s query runs in parallel workers');
+like($a->{stderr}, qr/this session began before snowflake_adopt_state\(\)/, 'whose IDs are refused too');
+@ids = grep { /^\d+$/ } split /\n/, $out;
+is(scalar(@ids), 0, 'no ID came back from the workers') or $c->_check_recorded('older session, parallel workers', @ids);
 $a->quit;
 # A new connection to app reads the settings as they are now: machine 3.
 @ids = $c->ids("\\c app\nSELECT snowflake_next() FROM generate_series(1, 10)", 'new session in app', count => 10);
