@@ -25,8 +25,12 @@ use warnings FATAL => 'all';
 
 use IPC::Run;
 use Time::HiRes qw(usleep);
+use FindBin;
+use lib $FindBin::RealBin;
+
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
+use SnowflakeTest;
 use Test::More;
 
 my $node = PostgreSQL::Test::Cluster->new('concurrency');
@@ -236,16 +240,8 @@ AS $$ BEGIN RETURN pg_backend_pid(); END $$;
 CREATE TABLE par_src AS SELECT g FROM generate_series(1, 20000) g;
 ANALYZE par_src});
 
-# PostgreSQL 16 renamed force_parallel_mode to debug_parallel_query.
 my $force_parallel = $node->pg_version >= 16 ? 'debug_parallel_query' : 'force_parallel_mode';
-my $par_setup = qq{
-SET $force_parallel = on;
-SET parallel_setup_cost = 0;
-SET parallel_tuple_cost = 0;
-SET min_parallel_table_scan_size = 0;
-SET max_parallel_workers_per_gather = 2;
-SET parallel_leader_participation = off;
-};
+my $par_setup = SnowflakeTest::parallel_only_sql($node->pg_version);
 
 my $par_out = sql('postgres', qq{
 SELECT 'leader_pid', pg_backend_pid();

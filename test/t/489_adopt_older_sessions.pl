@@ -44,22 +44,12 @@ $c->query('CREATE TABLE got (id bigint)');
 
 # Sessions open before the copy gets its own ids:
 # S1 runs one statement through the reload and the adoption, then generates.
-my $s1 = $c->background;
-$s1->query_until(qr/waiting/, "\\echo waiting\n" . q{DO $$
-DECLARE
-	msg text := 'issued';
-BEGIN
-	WHILE NOT EXISTS (SELECT 1 FROM go) LOOP
-		PERFORM pg_sleep(0.05);
-	END LOOP;
+my $s1 = $c->background_on_go('issued', q{
 	BEGIN
 		INSERT INTO got SELECT snowflake_next() FROM generate_series(1, 1000);
 	EXCEPTION WHEN object_not_in_prerequisite_state THEN
 		msg := SQLERRM;
-	END;
-	RAISE NOTICE 'outcome: %', msg;
-END $$;} . "\n");
-$c->wait_for_active('DO %');
+	END;});
 # A: connected to app, where the carried database setting makes it machine 2.
 my $a = $c->node->background_psql('app', on_error_stop => 0);
 is($a->query_safe('SHOW snowflake.machine_id'), '2', 'a session in app runs as machine 2, from the carried database setting');
@@ -108,15 +98,9 @@ $a->{stderr} = '';
 $a->query('SELECT snowflake_next()');
 like($a->{stderr}, qr/this session began before snowflake_adopt_state\(\)/, 'nor in a later statement');
 # Nor through parallel workers, which start after the adoption with its settings.
-my $force_parallel = $c->node->pg_version >= 16 ? 'debug_parallel_query' : 'force_parallel_mode';
 $a->{stderr} = '';
-my $out = $a->query(qq{CREATE TABLE rows AS SELECT generate_series(1, 2000) AS n;
-SET $force_parallel = on;
-SET parallel_setup_cost = 0;
-SET parallel_tuple_cost = 0;
-SET min_parallel_table_scan_size = 0;
-SET max_parallel_workers_per_gather = 2;
-SET parallel_leader_participation = off;
+my $out = $a->query("CREATE TABLE rows AS SELECT generate_series(1, 2000) AS n;\n"
+	  . SnowflakeTest::parallel_only_sql($c->node->pg_version) . q{
 EXPLAIN (COSTS OFF) SELECT snowflake_next() FROM rows;
 SELECT snowflake_next() FROM rows;});
 like($out, qr/Gather.*Parallel Seq Scan/s, 'the older session\'s query runs in parallel workers');
@@ -144,14 +128,7 @@ $c2->start;
 $c2->query('ALTER DATABASE app RESET snowflake.machine_id');
 $c2->query('ALTER ROLE bob IN DATABASE postgres RESET snowflake.datacenter_id');
 $c2->query('CREATE TABLE go (x int)');
-my $bg = $c2->background;
-$bg->query_until(qr/waiting/, "\\echo waiting\n" . q{DO $$
-DECLARE
-	msg text;
-BEGIN
-	WHILE NOT EXISTS (SELECT 1 FROM go) LOOP
-		PERFORM pg_sleep(0.05);
-	END LOOP;
+my $bg = $c2->background_on_go('', q{
 	FOR n IN 1 .. 20 LOOP
 		BEGIN
 			PERFORM snowflake_adopt_state();
@@ -161,10 +138,7 @@ BEGIN
 			msg := SQLERRM;
 			PERFORM pg_sleep(0.1);
 		END;
-	END LOOP;
-	RAISE NOTICE 'outcome: %', msg;
-END $$;} . "\n");
-$c2->wait_for_active('DO %');
+	END LOOP;});
 $c2->query('SELECT pg_reload_conf()');
 $c2->node->poll_query_until('postgres', q{SELECT pg_sleep(0.2) IS NOT NULL});
 $c2->query('INSERT INTO go VALUES (1)');

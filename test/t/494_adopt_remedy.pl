@@ -74,23 +74,13 @@ $n2->next_refused('the second copy', undef, sqlstate => '55000', message => qr/i
 # Session X waits inside one statement; the ids change and are reloaded (a new
 # session runs as machine 3); then X adopts, still in that statement.
 $n2->query('CREATE TABLE go (x int)');
-my $bg = $n2->background;
-$bg->query_until(qr/waiting/, "\\echo waiting\n" . q{DO $$
-DECLARE
-	msg text := 'adopted';
-BEGIN
-	WHILE NOT EXISTS (SELECT 1 FROM go) LOOP
-		PERFORM pg_sleep(0.05);
-	END LOOP;
+my $bg = $n2->background_on_go('adopted', q{
 	BEGIN
 		PERFORM snowflake_adopt_state();
 		msg := 'adopted; next: ' || snowflake_next();
 	EXCEPTION WHEN object_not_in_prerequisite_state THEN
 		msg := msg || ': ' || SQLERRM;
-	END;
-	RAISE NOTICE 'outcome: %', msg;
-END $$;} . "\n");
-$n2->wait_for_active('DO %');
+	END;});
 $n2->query('ALTER SYSTEM SET snowflake.machine_id = 3');
 $n2->query('SELECT pg_reload_conf()');
 ok($n2->node->poll_query_until('postgres', 'SHOW snowflake.machine_id', '3'), 'a new session runs as machine 3');

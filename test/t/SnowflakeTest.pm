@@ -543,6 +543,45 @@ sub background
 	return $bg;
 }
 
+# A background session (returned) that runs one DO block: it waits until the
+# table go (which must exist) has a row, then runs $body (PL/pgSQL that may set
+# msg, which starts as $msg), then raises NOTICE 'outcome: <msg>'.  Returns
+# once the block is running; insert into go to let it go on, then read the
+# outcome with $bg->query_until(qr/finished/, "\\echo finished\n").
+sub background_on_go
+{
+	my ($self, $msg, $body) = @_;
+	my $bg = $self->background;
+	$bg->query_until(qr/waiting/, "\\echo waiting\n" . qq{DO \$\$
+DECLARE
+	msg text := '$msg';
+BEGIN
+	WHILE NOT EXISTS (SELECT 1 FROM go) LOOP
+		PERFORM pg_sleep(0.05);
+	END LOOP;
+$body
+	RAISE NOTICE 'outcome: %', msg;
+END \$\$;
+});
+	$self->wait_for_active('DO %');
+	return $bg;
+}
+
+# SET commands that make a session's queries run in parallel workers only
+# (PostgreSQL 16 renamed force_parallel_mode to debug_parallel_query).
+sub parallel_only_sql
+{
+	my ($pg_version) = @_;
+	my $force = $pg_version >= 16 ? 'debug_parallel_query' : 'force_parallel_mode';
+	return qq{SET $force = on;
+SET parallel_setup_cost = 0;
+SET parallel_tuple_cost = 0;
+SET min_parallel_table_scan_size = 0;
+SET max_parallel_workers_per_gather = 2;
+SET parallel_leader_participation = off;
+};
+}
+
 # Waits until another backend is active in a statement matching $like (and
 # meets the extra SQL condition $cond, if given); returns its pid.
 sub wait_for_active
