@@ -21,7 +21,15 @@
 #include "access/xlog.h"
 #include "miscadmin.h"
 #include "postmaster/interrupt.h"
+#include "access/genam.h"
+#include "access/table.h"
+#include "catalog/pg_db_role_setting.h"
+#include "catalog/pg_type.h"
 #include "storage/proc.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/rel.h"
 
 #include "compat.h"
 #include "snowflake.h"
@@ -62,21 +70,88 @@ sf_current_node(const char *caller)
 #define SF_ADOPT_REMEDY "stop the original, bring its mark here (put its \"" SF_STATE_FILE "\" into this data directory as \"" SF_STATE_IMPORT_FILE "\" and restart this server, or wait until the clock here is past the timestamp of every ID it issued), then run SELECT snowflake_adopt_state()."
 
 /*
- * Whether this session's node is the one the configuration files say now: it
- * comes from the files (or the default, or the server's command line), the
- * session has read every reload signalled to it, and the reservation writer,
- * which reads the files at each reload, publishes the same node.  Settings of
- * ALTER DATABASE, ALTER ROLE, the connection or SET are not from the files.
+ * The value of setting name (snowflake.datacenter_id or machine_id) that
+ * pg_db_role_setting gives a session of this database and session user
+ * connecting now, in PostgreSQL's order (database and role, role, database,
+ * every database and role); false if none does.
  */
 static bool
-sf_session_node_is_servers(void)
+sf_catalog_setting(const char *name, int *value)
+{
+	Oid			dbs[] = {MyDatabaseId, InvalidOid, MyDatabaseId, InvalidOid};
+	Oid			roles[] = {GetSessionUserId(), GetSessionUserId(), InvalidOid, InvalidOid};
+	int			best = lengthof(dbs);
+	size_t		len = strlen(name);
+	Relation	rel;
+	SysScanDesc scan;
+	HeapTuple	tuple;
+
+	rel = table_open(DbRoleSettingRelationId, AccessShareLock);
+	scan = systable_beginscan(rel, InvalidOid, false, NULL, 0, NULL);
+	while (HeapTupleIsValid(tuple = systable_getnext(scan)))
+	{
+		Form_pg_db_role_setting setting = (Form_pg_db_role_setting) GETSTRUCT(tuple);
+		bool		isnull;
+		Datum		config;
+		Datum	   *items;
+		bool	   *item_nulls;
+		int			count;
+		int			rank = 0;
+
+		while (rank < best && !(dbs[rank] == setting->setdatabase && roles[rank] == setting->setrole))
+			rank++;
+		if (rank >= best)
+			continue;
+		config = heap_getattr(tuple, Anum_pg_db_role_setting_setconfig, RelationGetDescr(rel), &isnull);
+		if (isnull)
+			continue;
+		deconstruct_array(DatumGetArrayTypeP(config), TEXTOID, -1, false, TYPALIGN_INT,
+						  &items, &item_nulls, &count);
+		for (int i = 0; i < count; i++)
+		{
+			char	   *item = item_nulls[i] ? NULL : TextDatumGetCString(items[i]);
+
+			if (item != NULL && pg_strncasecmp(item, name, len) == 0 && item[len] == '=' &&
+				parse_int(item + len + 1, value, 0, NULL))
+				best = rank;
+		}
+	}
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	return best < (int) lengthof(dbs);
+}
+
+/*
+ * Whether this session runs setting name (with value mine) as a session of
+ * its database and user connecting now would: from the same kind of source
+ * (the configuration files, or ALTER DATABASE / ALTER ROLE settings; a SET or
+ * a connection option is the session's own, from before), and the same value
+ * (the catalog's as it is now; the files' as the reservation writer read them
+ * at the last reload, which this session has read too).
+ */
+static bool
+sf_setting_is_current(const char *name, int mine, int files)
+{
+	GucSource	source = sf_guc_source(name);
+	int			catalog;
+
+	if (source > PGC_S_DATABASE_USER)
+		return false;
+	if (sf_catalog_setting(name, &catalog))
+		return mine == catalog;
+	return source <= PGC_S_ARGV && !ConfigReloadPending && mine == files;
+}
+
+/* Whether this session's node is the one a session connecting now would run as. */
+static bool
+sf_session_node_is_current(void)
 {
 	uint32		server = pg_atomic_read_u32(&sf_shared->server_node);
 
-	return !ConfigReloadPending && server != 0 &&
-		sf_guc_source("snowflake.datacenter_id") <= PGC_S_ARGV &&
-		sf_guc_source("snowflake.machine_id") <= PGC_S_ARGV &&
-		SF_NODE_INDEX(sf_datacenter_id, sf_machine_id) == (int) server - 1;
+	if (server == 0)
+		return false;
+	return sf_setting_is_current("snowflake.datacenter_id", sf_datacenter_id, SF_NODE_DC((int) server - 1)) &&
+		sf_setting_is_current("snowflake.machine_id", sf_machine_id, SF_NODE_MC((int) server - 1));
 }
 
 /*
@@ -87,9 +162,8 @@ sf_session_node_is_servers(void)
  * "SELECT pg_reload_conf(); SELECT snowflake_adopt_state()" sent as one
  * query) would adopt and then issue IDs of the node the server ran as before,
  * which the original may still run.  A reload that changes no node id does
- * not refuse (round 7, F3): failover_adopt then generates under the node the
- * files still say, and after snowflake_adopt_state() the session issues
- * nothing until it has read the reload (sf_check_older_session()).  Settings
+ * not refuse (round 7, F3): after the adoption the session issues nothing
+ * until its node is the current one (sf_check_older_session()).  Settings
  * from ALTER DATABASE or ALTER ROLE are the same on every server of a cluster
  * (they replicate) and are not compared here; a session SET is the caller's
  * own choice.
@@ -118,17 +192,17 @@ sf_check_session_node(const char *caller)
 				 errhint("Run the call again as a new statement.")));
 }
 
-/* The adoptions by snowflake_adopt_state() this session has been checked against. */
-static uint32 sf_hand_adoptions_seen = 0;
+/* The adoptions this session has been checked against. */
+static uint32 sf_adoptions_seen = 0;
 
 /*
- * snowflake_adopt_state() is about to adopt (round 7): every process that
- * holds a PGPROC now began before the adoption, and so read its node
- * settings (the configuration files, ALTER DATABASE and ALTER ROLE settings)
- * before the operator gave this server its own.  Each is noted by its pid;
- * sf_check_older_session() refuses generation in them.  Noted before the
- * adoption takes effect: a session that could generate after it is either
- * noted or began after this.
+ * This server is about to adopt the node state (round 7): every process that
+ * holds a PGPROC now began before the adoption, and read its node settings
+ * (the configuration files, ALTER DATABASE and ALTER ROLE settings) before it:
+ * a copy's settings may still be the original's, which the operator changes
+ * before adopting.  Each is noted by its pid; sf_check_older_session() checks
+ * them.  Noted before the adoption takes effect: a session that could
+ * generate after it is either noted or began after this.
  */
 void
 sf_mark_older_sessions(void)
@@ -138,22 +212,23 @@ sf_mark_older_sessions(void)
 	for (int i = 0; i < n; i++)
 		pg_atomic_write_u32(&sf_shared->older_pid[i], (uint32) ProcGlobal->allProcs[i].pid);
 	pg_write_barrier();
-	pg_atomic_fetch_add_u32(&sf_shared->hand_adoptions, 1);
+	pg_atomic_fetch_add_u32(&sf_shared->adoptions, 1);
 }
 
 /*
- * A snowflake_adopt_state() adopted since this session last looked (round 7):
- * a session that began before it issues no ID unless its node is provably
- * the server's as configured now (sf_session_node_is_servers()); its node
- * settings may be the original's (a statement running since before the new
- * ids were reloaded, a connection opened before ALTER DATABASE gave new ids),
- * which the original may still run.  Sessions begun afterwards read the
- * settings as they are.
+ * This server adopted the node state since this session last looked (round
+ * 7): a session that began before it issues no ID unless its node is the one
+ * a session of its database and user connecting now gets
+ * (sf_session_node_is_current()).  Otherwise its settings may be the
+ * original's (a statement running since before the reload of new ids, a
+ * connection opened before ALTER DATABASE gave new ids, a SET), which the
+ * original may still run.  Sessions begun afterwards read the settings as
+ * they are.
  */
 static void
 sf_check_older_session(const char *caller)
 {
-	uint32		adoptions = pg_atomic_read_u32(&sf_shared->hand_adoptions);
+	uint32		adoptions = pg_atomic_read_u32(&sf_shared->adoptions);
 
 	/* A parallel worker runs on its leader's settings: the leader's age counts. */
 	PGPROC	   *session = MyProc->lockGroupLeader != NULL ? MyProc->lockGroupLeader : MyProc;
@@ -163,17 +238,16 @@ sf_check_older_session(const char *caller)
 	pg_read_barrier();
 	older = i < 0 || i >= sf_shared->older_count ||
 		pg_atomic_read_u32(&sf_shared->older_pid[i]) == (uint32) session->pid;
-	if (older && !sf_session_node_is_servers())
+	if (older && !sf_session_node_is_current())
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("%s refused: this session began before snowflake_adopt_state() made this server the owner of the node state", caller),
-				 errdetail("It runs as datacenter %d, machine %d, from settings read before the adoption "
-						   "(a statement that began before the last reload, or ALTER DATABASE, ALTER ROLE or connection settings); "
-						   "they may be the node of the data directory this one was copied from, which may still issue its IDs.",
+				 errmsg("%s refused: this session began before this server adopted the node state, and its node settings are not the current ones", caller),
+				 errdetail("It runs as datacenter %d, machine %d, from settings read before the adoption: they differ from those a new session of this database and user gets now "
+						   "(the configuration files as last reloaded, ALTER DATABASE and ALTER ROLE settings), or came from SET or the connection. "
+						   "They may be the node of the data directory this one was copied from, which may still issue its IDs.",
 						   sf_datacenter_id, sf_machine_id),
-				 errhint("Open a new session: it reads this server's node settings as they are now. "
-						 "A session whose node comes from the configuration files may also run the call again as a new statement.")));
-	sf_hand_adoptions_seen = adoptions;
+				 errhint("Open a new session: it reads the node settings as they are now.")));
+	sf_adoptions_seen = adoptions;
 }
 
 /* Refuse unless generation can proceed here: primary, state sound (preloading: sf_current_node). */
@@ -221,12 +295,13 @@ sf_check_can_generate(const char *caller)
 							 "If it is a new server, first give it its own snowflake.datacenter_id and snowflake.machine_id, then run it. "
 							 "On standbys meant to take over, set snowflake.failover_adopt = on.")));
 		sf_check_session_node(caller);
+		sf_mark_older_sessions();
 		sf_state_adopt();
 	}
 
 	/* Read after copied: an adoption notes the older sessions before it clears copied. */
 	pg_read_barrier();
-	if (unlikely(pg_atomic_read_u32(&sf_shared->hand_adoptions) != sf_hand_adoptions_seen))
+	if (unlikely(pg_atomic_read_u32(&sf_shared->adoptions) != sf_adoptions_seen))
 		sf_check_older_session(caller);
 
 	if (sf_shared->status == SF_STATE_UNREADABLE)

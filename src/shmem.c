@@ -82,7 +82,7 @@ sf_shmem_init(void)
 	pg_atomic_init_u64(&sf_shared->clock_held, 0);
 	pg_atomic_init_u64(&sf_shared->clock_max_jump, 0);
 	pg_atomic_init_u32(&sf_shared->clock_held_recorded, 0);
-	pg_atomic_init_u32(&sf_shared->hand_adoptions, 0);
+	pg_atomic_init_u32(&sf_shared->adoptions, 0);
 	sf_shared->older_count = sf_proc_count();
 	for (int i = 0; i < sf_shared->older_count; i++)
 		pg_atomic_init_u32(&sf_shared->older_pid[i], 0);

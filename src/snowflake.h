@@ -144,7 +144,7 @@ typedef struct SnowflakeShared
 	SnowflakeIdentity owner;	/* the data directory that owns the node state */
 	SnowflakeIdentity self;		/* this one */
 	volatile bool copied;		/* owner differs: generation waits for adoption */
-	pg_atomic_uint32 hand_adoptions;	/* snowflake_adopt_state() adoptions; sessions older than the last re-check (round 7) */
+	pg_atomic_uint32 adoptions;	/* adoptions begun: sessions older than the last one re-check (round 7) */
 	uint32		file_tli;		/* timeline the state file records (under lock); 0: unknown */
 	char		pad1[PG_CACHE_LINE_SIZE];
 	pg_atomic_uint64 reserved;	/* durable mark: no ID beyond this tick */
@@ -197,7 +197,7 @@ typedef struct SnowflakeShared
 	SnowflakeSlotPadded slots[SF_NODE_COUNT];
 
 	/*
-	 * Sessions that began before the last snowflake_adopt_state(): the pid of
+	 * Sessions that began before the last adoption: the pid of
 	 * each process then holding a PGPROC, by its index in the proc array
 	 * (round 7).  Written by the adopting backend before the adoption,
 	 * read by each backend for itself.

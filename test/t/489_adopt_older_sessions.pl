@@ -5,14 +5,18 @@
 #
 # F1: a statement that began before the copy's new ids were reloaded kept
 #     generating under the old node after another session adopted (24,541
-#     and 32,080 duplicates).  Sessions that began before the adoption now
-#     issue IDs only while their node is the one the files say now.
+#     and 32,080 duplicates).  Sessions that began before an adoption now
+#     issue IDs only while their node is the one a new session of their
+#     database and user gets (the files as reloaded, the catalog's settings).
 # F2: a connection opened before ALTER DATABASE gave new ids kept the old
 #     node (40,136), and a copy carries the original's per-database node
 #     settings (68,809).  Adoption refuses while database or role settings
 #     give node ids, and older connections issue nothing after it.
 # F3: any reload during an adoption retry loop refused every try until the
 #     statement ended; a reload that changes no id no longer does.
+# And failover_adopt: a session of the promoted standby opened before a
+# replicated ALTER DATABASE changed its node issues nothing; one whose node is
+# current issues IDs (no refusal of sessions that kept their settings).
 
 use strict;
 use warnings FATAL => 'all';
@@ -79,7 +83,7 @@ $o->ids("\\c app\nSELECT snowflake_next() FROM generate_series(1, 1000)", 'origi
 # F1: the statement that began before the reload issues nothing.
 $c->query('INSERT INTO go VALUES (1)');
 $s1->query_until(qr/finished/, "\\echo finished\n");
-like($s1->{stderr}, qr/outcome: snowflake_next\(\) refused: this session began before snowflake_adopt_state\(\) made this server the owner of the node state/,
+like($s1->{stderr}, qr/outcome: snowflake_next\(\) refused: this session began before this server adopted the node state, and its node settings are not the current ones/,
 	'a statement that began before the reload of the new ids issues no ID after the adoption');
 is($c->query('SELECT count(*) FROM got'), '0', 'and inserted none');
 # Its next statement has read the reload: machine 3, from the files.
@@ -91,12 +95,12 @@ $s1->quit;
 
 # F2: the connection opened before the database setting was removed issues nothing.
 $a->query('SELECT snowflake_next()');
-like($a->{stderr}, qr/this session began before snowflake_adopt_state\(\) made this server the owner/,
+like($a->{stderr}, qr/this session began before this server adopted the node state/,
 	'a connection to app opened before the adoption (machine 2, the original\'s) issues no ID');
 like($a->{stderr}, qr/runs as datacenter 1, machine 2/, 'the detail says the node it runs as');
 $a->{stderr} = '';
 $a->query('SELECT snowflake_next()');
-like($a->{stderr}, qr/this session began before snowflake_adopt_state\(\)/, 'nor in a later statement');
+like($a->{stderr}, qr/this session began before this server adopted the node state/, 'nor in a later statement');
 # Nor through parallel workers, which start after the adoption with its settings.
 $a->{stderr} = '';
 my $out = $a->query("CREATE TABLE rows AS SELECT generate_series(1, 2000) AS n;\n"
@@ -104,7 +108,7 @@ my $out = $a->query("CREATE TABLE rows AS SELECT generate_series(1, 2000) AS n;\
 EXPLAIN (COSTS OFF) SELECT snowflake_next() FROM rows;
 SELECT snowflake_next() FROM rows;});
 like($out, qr/Gather.*Parallel Seq Scan/s, 'the older session\'s query runs in parallel workers');
-like($a->{stderr}, qr/this session began before snowflake_adopt_state\(\)/, 'whose IDs are refused too');
+like($a->{stderr}, qr/this session began before this server adopted the node state/, 'whose IDs are refused too');
 @ids = grep { /^\d+$/ } split /\n/, $out;
 is(scalar(@ids), 0, 'no ID came back from the workers') or $c->_check_recorded('older session, parallel workers', @ids);
 $a->quit;
@@ -151,5 +155,36 @@ $c2->_check_recorded('copy2, the adopting session', @ids);
 is(scalar(grep { SnowflakeTest::id_machine($_) == 4 } @ids), 10, 'and its next statement issues machine 4\'s IDs');
 $bg->quit;
 $c2->stop;
+
+# failover_adopt: sessions of a standby opened before the promotion.
+$o->query('ALTER SYSTEM SET snowflake.failover_adopt = on');
+$o->query('SELECT pg_reload_conf()');
+$o->node->backup('ob2');
+my $s = SnowflakeTest->new('standby', from_backup => [ $o, 'ob2' ], id_key => 'original');
+$s->start;
+$o->node->wait_for_catchup($s->node, 'replay');
+$s->wait_witness;
+my $b1 = $s->background;                      # postgres: node 1/1 from the files
+my $b2 = $s->node->background_psql('app', on_error_stop => 0);    # app: machine 2, ALTER DATABASE
+is($b2->query_safe('SHOW snowflake.machine_id'), '2', 'a standby session in app runs as machine 2');
+$o->query('ALTER DATABASE app SET snowflake.machine_id = 5');
+$o->ids("\\c app\nSELECT snowflake_next() FROM generate_series(1, 100)", 'original in app, machine 5', count => 100);
+$o->node->wait_for_catchup($s->node, 'replay');
+$o->stop;
+$s->node->promote;
+$s->node->poll_query_until('postgres', 'SELECT NOT pg_is_in_recovery()');
+@ids = grep { /^\d+$/ } split /\n/, $b1->query_safe('SELECT snowflake_next() FROM generate_series(1, 10)');
+$s->_check_recorded('promoted standby, session from before the promotion', @ids);
+is(scalar(grep { SnowflakeTest::id_machine($_) == 1 } @ids), 10,
+	'a session from before the promotion whose node is current adopts and issues IDs');
+is($s->query('SELECT state FROM snowflake_state()'), 'ok', 'the promoted standby adopted');
+$b2->query('SELECT snowflake_next()');
+like($b2->{stderr}, qr/this session began before this server adopted the node state/,
+	'a session from before the promotion whose database\'s node changed since issues nothing');
+$b1->quit;
+$b2->quit;
+@ids = $s->ids("\\c app\nSELECT snowflake_next() FROM generate_series(1, 10)", 'promoted standby, new session in app', count => 10);
+is(scalar(grep { SnowflakeTest::id_machine($_) == 5 } @ids), 10, 'a new session in app issues machine 5\'s IDs');
+$s->stop;
 $o->summary;
 done_testing();

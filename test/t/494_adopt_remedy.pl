@@ -89,7 +89,7 @@ $bg->query_until(qr/finished/, "\\echo finished\n");
 # Refused at the adoption (the writer has read the new ids: the session's differ), or,
 # if the writer had not read them yet, adopted but refused at the next ID (round 7: the
 # session began before the adoption and has not read the reload): never an ID of machine 1.
-like($bg->{stderr}, qr/outcome: adopted: (snowflake_adopt_state\(\) refused: this session has not read the last configuration reload yet|snowflake_next\(\) refused: this session began before snowflake_adopt_state\(\))/,
+like($bg->{stderr}, qr/outcome: adopted: (snowflake_adopt_state\(\) refused: this session has not read the last configuration reload yet|snowflake_next\(\) refused: this session began before this server adopted the node state)/,
 	'a statement that ran through the reload of the new ids issues no ID');
 unlike($bg->{stderr}, qr/adopted; next: \d/, 'not one');
 $bg->quit;
