@@ -80,6 +80,16 @@ typedef get_relation_info_hook_type sf_rel_hook_type;
 #endif
 
 /*
+ * get_database_name(): declared in commands/dbcommands.h up to 18, in
+ * utils/lsyscache.h from 19 on.
+ */
+#if PG_VERSION_NUM >= 190000
+#include "utils/lsyscache.h"
+#else
+#include "commands/dbcommands.h"
+#endif
+
+/*
  * Where this session's value of a setting came from (its GucSource): 16 and
  * later export find_option() (guc_tables.h); 15 has only the array of every
  * setting.  Used for snowflake's own settings, which always exist.

@@ -14,7 +14,6 @@
 #include "access/xlog.h"
 #include "catalog/pg_db_role_setting.h"
 #include "catalog/pg_type.h"
-#include "commands/dbcommands.h"
 #include "fmgr.h"
 #include "funcapi.h"
 #include "lib/stringinfo.h"
@@ -25,6 +24,7 @@
 #include "utils/rel.h"
 #include "utils/timestamp.h"
 
+#include "compat.h"
 #include "snowflake.h"
 
 PG_FUNCTION_INFO_V1(snowflake_next);

@@ -22,6 +22,7 @@
 #include "miscadmin.h"
 #include "postmaster/interrupt.h"
 #include "access/genam.h"
+#include "access/htup_details.h"
 #include "access/table.h"
 #include "catalog/pg_db_role_setting.h"
 #include "catalog/pg_type.h"
