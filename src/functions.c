@@ -11,9 +11,11 @@
 #include "access/genam.h"
 #include "access/htup_details.h"
 #include "access/table.h"
+#include "access/xact.h"
 #include "access/xlog.h"
 #include "catalog/pg_db_role_setting.h"
 #include "catalog/pg_type.h"
+#include "executor/spi.h"
 #include "fmgr.h"
 #include "funcapi.h"
 #include "lib/stringinfo.h"
@@ -382,6 +384,35 @@ sf_refuse_carried_node_settings(void)
 						 "the original's only if this server replaces it for good and it is stopped.")));
 }
 
+/*
+ * Refuse a hand adoption while prepared transactions wait (round 8, F3): one
+ * that came with the copy may commit the original's catalog changes (node
+ * settings, for one) after the adoption checked the catalog.  The query names
+ * only pg_catalog objects.
+ */
+static void
+sf_refuse_prepared_transactions(void)
+{
+	int64		waiting;
+	bool		isnull;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (SPI_execute("SELECT pg_catalog.count(*) FROM pg_catalog.pg_prepared_xacts", true, 1) != SPI_OK_SELECT ||
+		SPI_processed != 1)
+		elog(ERROR, "could not count the prepared transactions");
+	waiting = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	SPI_finish();
+
+	if (waiting > 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("snowflake_adopt_state() refused: %lld prepared transactions wait", (long long) waiting),
+				 errdetail("A prepared transaction that came with this data directory from the one it was copied from could commit "
+						   "the original's catalog changes (node settings, for one) after the adoption."),
+				 errhint("Commit or roll back every prepared transaction (pg_prepared_xacts) first, then adopt.")));
+}
+
 /* snowflake_adopt_state(): this data directory takes over the node state it was copied with. */
 Datum
 snowflake_adopt_state(PG_FUNCTION_ARGS)
@@ -397,8 +428,23 @@ snowflake_adopt_state(PG_FUNCTION_ARGS)
 	was_copy = sf_shared->copied;
 	if (was_copy)
 	{
+		/*
+		 * Round 8, F5: the adoption takes effect at once and no rollback
+		 * undoes it; the catalog it is checked against must not be changed
+		 * by the same transaction (settings removed, then rolled back).  A
+		 * transaction that wrote has an xid (a subtransaction's gives its
+		 * parent one).
+		 */
+		if (TransactionIdIsValid(GetTopTransactionIdIfAny()))
+			ereport(ERROR,
+					(errcode(ERRCODE_ACTIVE_SQL_TRANSACTION),
+					 errmsg("snowflake_adopt_state() must run in a transaction that has changed nothing"),
+					 errdetail("The adoption takes effect at once and no rollback undoes it, while the changes of its transaction "
+							   "(node settings removed, for one) could still be rolled back."),
+					 errhint("Commit or roll back first, then run SELECT snowflake_adopt_state() as a statement of its own.")));
 		sf_check_session_node("snowflake_adopt_state()");
 		sf_refuse_carried_node_settings();
+		sf_refuse_prepared_transactions();
 		sf_mark_older_sessions();
 	}
 	sf_state_adopt();

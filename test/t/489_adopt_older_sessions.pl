@@ -14,6 +14,10 @@
 #     give node ids, and older connections issue nothing after it.
 # F3: any reload during an adoption retry loop refused every try until the
 #     statement ended; a reload that changes no id no longer does.
+# Round 8 (on the fix): the adoption in a transaction that removed the
+# settings and rolled back (227,283), and a prepared transaction the copy
+# carried, committed after the adoption (790,509), brought the original's
+# settings back; both are refused now.
 # And failover_adopt: a session of the promoted standby opened before a
 # replicated ALTER DATABASE changed its node issues nothing; one whose node is
 # current issues IDs (no refusal of sessions that kept their settings).
@@ -28,7 +32,7 @@ use PostgreSQL::Test::Utils;
 use SnowflakeTest;
 use Test::More;
 
-my $o = SnowflakeTest->new('original', allows_streaming => 1);
+my $o = SnowflakeTest->new('original', allows_streaming => 1, conf => 'max_prepared_transactions = 2');
 $o->start;
 $o->query('CREATE EXTENSION snowflake');
 $o->query('CREATE DATABASE app');
@@ -37,7 +41,10 @@ $o->query('ALTER DATABASE app SET snowflake.machine_id = 2');
 $o->query('CREATE ROLE bob LOGIN SUPERUSER');
 $o->query('ALTER ROLE bob IN DATABASE postgres SET snowflake.datacenter_id = 5');
 $o->ids('SELECT snowflake_next() FROM generate_series(1, 100)', 'original', count => 100);
+# A prepared transaction that would give bob's sessions the original's node (round 8, F3).
+$o->query(q{BEGIN; ALTER ROLE bob SET snowflake.machine_id = 1; PREPARE TRANSACTION 'xa1'});
 $o->node->backup('ob');
+$o->query(q{ROLLBACK PREPARED 'xa1'});
 
 # The copy, started as a server of its own (id_key: its IDs meet the original's).
 my $c = SnowflakeTest->new('copy', from_backup => [ $o, 'ob' ], standby => 0, id_key => 'original');
@@ -72,9 +79,27 @@ like($r->{detail}, qr/database app, every role: snowflake\.machine_id=2/, 'the d
 like($r->{detail}, qr/database postgres, role bob: snowflake\.datacenter_id=5/, 'and the role setting');
 like($r->{hint}, qr/ALTER DATABASE \.\.\. RESET snowflake\.machine_id/, 'the hint says how to remove them');
 is($c->query('SELECT state FROM snowflake_state()'), 'copy', 'still a copy');
+# Round 8, F5: removed in the adoption's own transaction, the settings came back with its rollback.
+$c->refused(q{BEGIN;
+ALTER DATABASE app RESET snowflake.machine_id;
+ALTER ROLE bob IN DATABASE postgres RESET snowflake.datacenter_id;
+SELECT snowflake_adopt_state();}, 'adopting in the transaction that removes the settings', sqlstate => '25001',
+	message => qr/^snowflake_adopt_state\(\) must run in a transaction that has changed nothing$/);
+$c->refused(q{DO $$ BEGIN
+	EXECUTE 'ALTER DATABASE app RESET snowflake.machine_id';
+	EXECUTE 'ALTER ROLE bob IN DATABASE postgres RESET snowflake.datacenter_id';
+	PERFORM snowflake_adopt_state();
+	RAISE EXCEPTION 'and roll back';
+END $$}, 'adopting in a DO block that removes the settings', sqlstate => '25001',
+	message => qr/must run in a transaction that has changed nothing/);
+is($c->query('SELECT state FROM snowflake_state()'), 'copy', 'neither adopted');
 $c->query('ALTER DATABASE app RESET snowflake.machine_id');
 $c->query('ALTER ROLE bob IN DATABASE postgres RESET snowflake.datacenter_id');
-is($c->query('SELECT snowflake_adopt_state()'), 't', 'adopted once they are removed');
+# Round 8, F3: the prepared transaction the copy carried could commit the original's settings later.
+$c->refused('SELECT snowflake_adopt_state()', 'adopting while a prepared transaction waits',
+	message => qr/^snowflake_adopt_state\(\) refused: 1 prepared transactions wait$/);
+$c->query(q{ROLLBACK PREPARED 'xa1'});
+is($c->query('SELECT snowflake_adopt_state()'), 't', 'adopted once they are removed and the prepared transaction ended');
 
 # The original goes on issuing its nodes' IDs.
 $o->ids('SELECT snowflake_next() FROM generate_series(1, 1000)', 'original after the copy adopted', count => 1000);
@@ -131,6 +156,7 @@ my $c2 = SnowflakeTest->new('copy2', from_backup => [ $o, 'ob' ], standby => 0, 
 $c2->start;
 $c2->query('ALTER DATABASE app RESET snowflake.machine_id');
 $c2->query('ALTER ROLE bob IN DATABASE postgres RESET snowflake.datacenter_id');
+$c2->query(q{ROLLBACK PREPARED 'xa1'});
 $c2->query('CREATE TABLE go (x int)');
 my $bg = $c2->background_on_go('', q{
 	FOR n IN 1 .. 20 LOOP
