@@ -72,15 +72,17 @@ sf_current_node(const char *caller)
 
 /*
  * The value of setting name (snowflake.datacenter_id or machine_id) that
- * pg_db_role_setting gives a session of this database and session user
- * connecting now, in PostgreSQL's order (database and role, role, database,
- * every database and role); false if none does.
+ * pg_db_role_setting gives a session of this database and user connecting
+ * now, in PostgreSQL's order (database and role, role, database, every
+ * database and role); false if none does.  The user is the one that logged
+ * in: PostgreSQL applies that user's settings at connection, and SET SESSION
+ * AUTHORIZATION applies none.
  */
 static bool
 sf_catalog_setting(const char *name, int *value)
 {
 	Oid			dbs[] = {MyDatabaseId, InvalidOid, MyDatabaseId, InvalidOid};
-	Oid			roles[] = {GetSessionUserId(), GetSessionUserId(), InvalidOid, InvalidOid};
+	Oid			roles[] = {GetAuthenticatedUserId(), GetAuthenticatedUserId(), InvalidOid, InvalidOid};
 	int			best = lengthof(dbs);
 	size_t		len = strlen(name);
 	Relation	rel;

@@ -141,7 +141,11 @@ $a->quit;
 @ids = $c->ids("\\c app\nSELECT snowflake_next() FROM generate_series(1, 10)", 'new session in app', count => 10);
 is(scalar(grep { SnowflakeTest::id_machine($_) == 3 } @ids), 10, 'a new connection to app issues machine 3\'s IDs');
 
-# The idle session took the reload between statements: machine 3, no refusal.
+# The idle session took the reload between statements: machine 3, no refusal, also
+# after SET SESSION AUTHORIZATION to a role whose settings (made after the adoption)
+# say machine 6: PostgreSQL applies the settings of the user that logged in only.
+$c->query('ALTER ROLE bob SET snowflake.machine_id = 6');
+$i->query_safe('SET SESSION AUTHORIZATION bob');
 @ids = grep { /^\d+$/ } split /\n/, $i->query_safe('SELECT snowflake_next() FROM generate_series(1, 10)');
 $c->_check_recorded('idle session', @ids);
 is(scalar(grep { SnowflakeTest::id_machine($_) == 3 } @ids), 10,
