@@ -497,7 +497,16 @@ snowflake_state(PG_FUNCTION_ARGS)
 	if (sf_shared->status != SF_STATE_OK)
 		values[1] = CStringGetTextDatum(sf_shared->message);
 	else if (sf_shared->copied)
-		values[1] = CStringGetTextDatum("The state file was written by another data directory; run snowflake_adopt_state() if this server replaces it.");
+	{
+		/* Round 9: an adoption under way is no invitation to adopt again. */
+		uint32		adopt = pg_atomic_read_u32(&sf_shared->adopt_wanted);
+
+		values[1] = CStringGetTextDatum(adopt == SF_ADOPT_WRITING ?
+										"An adoption is being written (write_in_progress_ms says for how long); the state becomes \"ok\" when the write completes, unless it fails (logged)." :
+										adopt == SF_ADOPT_WANTED ?
+										"An adoption waits for the reservation writer to begin writing it." :
+										"The state file was written by another data directory; run snowflake_adopt_state() if this server replaces it.");
+	}
 	else
 		nulls[1] = true;
 

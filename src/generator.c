@@ -157,6 +157,9 @@ sf_session_node_is_current(void)
 		sf_setting_is_current("snowflake.machine_id", sf_machine_id, SF_NODE_MC((int) server - 1));
 }
 
+/* What a copy that becomes a new server does before adopting (rounds 7-9). */
+#define SF_NEW_SERVER_STEPS "give it its own snowflake.datacenter_id and snowflake.machine_id in its configuration files, remove the node settings it carried (ALTER DATABASE and ALTER ROLE settings, functions' SET clauses) and end its prepared transactions, then run SELECT snowflake_adopt_state() and open new sessions."
+
 /*
  * Before an adoption (round 6): this session's node, where it comes from the
  * configuration files, must be the one the files say now (the reservation
@@ -276,7 +279,7 @@ sf_check_can_generate(const char *caller)
 							   "(a record of it replayed since this server's last start, on the last timeline replayed, from the last upstream); "
 							   "this data directory was not promoted so, or its evidence is not fresh, so the original may still issue the same IDs under this node."),
 					 errhint("If this server replaces that one for good: " SF_ADOPT_REMEDY " "
-							 "If it is a new server, first give it its own snowflake.datacenter_id and snowflake.machine_id, then run it.")));
+							 "If it is a new server: " SF_NEW_SERVER_STEPS)));
 		if (sf_failover_adopt && !sf_mark_adopt_node_ok(&mine, &theirs))
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -295,7 +298,7 @@ sf_check_can_generate(const char *caller)
 					 errdetail("The snowflake state file was written by another data directory (a base backup, a restored or copied data directory, or a moved one); "
 							   "both could otherwise issue the same IDs under one node."),
 					 errhint("If this server replaces that one for good (failover, move): " SF_ADOPT_REMEDY " "
-							 "If it is a new server, first give it its own snowflake.datacenter_id and snowflake.machine_id, then run it. "
+							 "If it is a new server: " SF_NEW_SERVER_STEPS " "
 							 "On standbys meant to take over, set snowflake.failover_adopt = on.")));
 		sf_check_session_node(caller);
 		sf_mark_older_sessions();

@@ -1384,7 +1384,10 @@ sf_adopt_write(SnowflakeIdentity *old_owner)
 	sf_mark_clock(&img);
 	img.owner = sf_shared->self;
 	img.timeline = sf_timeline_now();
+	/* Shown by snowflake_state() as a write in progress (round 9). */
+	pg_atomic_write_u64(&sf_shared->write_started, (uint64) Max(sf_mono_ns(), 1));
 	res = sf_statefile_write(&img);
+	pg_atomic_write_u64(&sf_shared->write_started, 0);
 	if (res.ok)
 	{
 		sf_shared->owner = sf_shared->self;

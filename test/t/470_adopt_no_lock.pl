@@ -47,6 +47,20 @@ is($r->{sqlstate}, '55000', 'stalled disk: adoption is refused within max_wait_m
 like($r->{message} // '', qr/adoption of the snowflake node state (could not be written within snowflake\.max_wait_ms \(200 ms\)|is being written and will take effect when the write completes)/,
 	'the error says the adoption was not written in time (480 checks that what it says holds)');
 $bg->{stderr} = '';
+# snowflake_state() says what goes on (round 9: it showed no write in progress and asked to adopt).
+my ($state, $detail, $in_progress) = split /\|/, $c->query(
+	'SELECT state, detail, write_in_progress_ms IS NOT NULL FROM snowflake_state()');
+is($state, 'copy', 'snowflake_state(): still a copy while the write stalls');
+if (($r->{message} // '') =~ /is being written/)
+{
+	like($detail, qr/^An adoption is being written/, 'its detail says the adoption is being written, not to adopt');
+	is($in_progress, 't', 'and write_in_progress_ms counts the stalled write');
+}
+else
+{
+	like($detail, qr/run snowflake_adopt_state\(\) if this server replaces it/, 'withdrawn: its detail is the copy\'s');
+	is($in_progress, 'f', 'and no write is in progress');
+}
 
 # A cancel ends a long wait at once.
 $bg->query_safe('SET statement_timeout = 0');

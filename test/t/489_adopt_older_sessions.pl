@@ -48,8 +48,11 @@ $o->query(q{ROLLBACK PREPARED 'xa1'});
 
 # The copy, started as a server of its own (id_key: its IDs meet the original's).
 my $c = SnowflakeTest->new('copy', from_backup => [ $o, 'ob' ], standby => 0, id_key => 'original');
+my $r;
 $c->start;
-$c->next_refused('the copy', undef, message => qr/is a copy/);
+$r = $c->next_refused('the copy', undef, message => qr/is a copy/);
+like($r->{hint}, qr/If it is a new server: give it its own snowflake\.datacenter_id and snowflake\.machine_id in its configuration files, remove the node settings it carried \(ALTER DATABASE and ALTER ROLE settings, functions' SET clauses\) and end its prepared transactions, then run SELECT snowflake_adopt_state\(\) and open new sessions\./,
+	'the copy refusal\'s HINT gives a new server every step (round 9)');
 $c->query('CREATE TABLE go (x int)');
 $c->query('CREATE TABLE got (id bigint)');
 
@@ -73,7 +76,7 @@ $c->query('SELECT pg_reload_conf()');
 ok($c->node->poll_query_until('postgres', 'SHOW snowflake.machine_id', '3'), 'a new session runs as machine 3');
 
 # F2: adoption refuses while database or role settings give node ids.
-my $r = $c->refused('SELECT snowflake_adopt_state()', 'adopting with carried database and role settings',
+$r = $c->refused('SELECT snowflake_adopt_state()', 'adopting with carried database and role settings',
 	message => qr/^snowflake_adopt_state\(\) refused: database or role settings give node ids$/);
 like($r->{detail}, qr/database app, every role: snowflake\.machine_id=2/, 'the detail names the database setting');
 like($r->{detail}, qr/database postgres, role bob: snowflake\.datacenter_id=5/, 'and the role setting');
