@@ -178,6 +178,43 @@ sf_unreadable(char *why, size_t whylen, const char *what, int save_errno)
 }
 
 /*
+ * Open path for reading, as a regular file (*fd).  SF_READ_MISSING: there is
+ * none; SF_READ_UNREADABLE: it is there but could not be opened, or is not a
+ * regular file (what names what the caller wants put back); why says what.
+ */
+static SnowflakeReadStatus
+sf_open_regular(const char *path, int *fd, const char *what, char *why, size_t whylen)
+{
+	struct stat st;
+	int			save_errno;
+
+	/* O_NONBLOCK: a FIFO planted in its place must not block the open (F8). */
+	*fd = BasicOpenFile(path, O_RDONLY | O_NONBLOCK | PG_BINARY);
+	if (*fd < 0)
+	{
+		save_errno = errno;
+		/* A dangling symbolic link is a file that cannot be read, not no file. */
+		if (save_errno == ENOENT && lstat(path, &st) != 0 && errno == ENOENT)
+			return SF_READ_MISSING;
+		return sf_unreadable(why, whylen, "open", save_errno);
+	}
+	if (fstat(*fd, &st) != 0)
+	{
+		save_errno = errno;
+		close(*fd);
+		return sf_unreadable(why, whylen, "stat", save_errno);
+	}
+	if (!S_ISREG(st.st_mode))
+	{
+		close(*fd);
+		snprintf(why, whylen, "It is not a regular file (a FIFO, device or directory); remove what is there and "
+				 "put back %s.", what);
+		return SF_READ_UNREADABLE;
+	}
+	return SF_READ_OK;
+}
+
+/*
  * Read the state file at path into *img.  SF_READ_MISSING: there is none (a
  * new cluster, or new to snowflake); SF_READ_UNREADABLE: it is there but
  * could not be read (permissions, an I/O error, a dangling symbolic link):
@@ -189,6 +226,7 @@ SnowflakeReadStatus
 sf_statefile_read_path(const char *path, bool any_system, SnowflakeStateImage *img,
 					   char *why, size_t whylen)
 {
+	SnowflakeReadStatus st;
 	char		buf[sizeof(SnowflakeStateFile) + 1];
 	uint32		magic;
 	uint32		version;
@@ -198,36 +236,9 @@ sf_statefile_read_path(const char *path, bool any_system, SnowflakeStateImage *i
 	int			save_errno;
 
 	memset(img, 0, sizeof(*img));
-	/* O_NONBLOCK: a FIFO planted in its place must not block the open (F8). */
-	fd = BasicOpenFile(path, O_RDONLY | O_NONBLOCK | PG_BINARY);
-	if (fd < 0)
-	{
-		struct stat st;
-
-		save_errno = errno;
-		/* A dangling symbolic link is a file that cannot be read, not no file. */
-		if (save_errno == ENOENT && lstat(path, &st) != 0 && errno == ENOENT)
-			return SF_READ_MISSING;
-		return sf_unreadable(why, whylen, "open", save_errno);
-	}
-
-	{
-		struct stat st;
-
-		if (fstat(fd, &st) != 0)
-		{
-			save_errno = errno;
-			close(fd);
-			return sf_unreadable(why, whylen, "stat", save_errno);
-		}
-		if (!S_ISREG(st.st_mode))
-		{
-			close(fd);
-			snprintf(why, whylen, "It is not a regular file (a FIFO, device or directory); remove what is there and "
-					 "put back the state file.");
-			return SF_READ_UNREADABLE;
-		}
-	}
+	st = sf_open_regular(path, &fd, "the state file", why, whylen);
+	if (st != SF_READ_OK)
+		return st;
 
 	/* Read one byte more than the largest layout, to notice a file that is too long. */
 	len = read(fd, buf, sizeof(buf));
@@ -586,32 +597,15 @@ sf_nodes_read(SnowflakeNodesImage *img, char *why, size_t whylen)
 {
 	SnowflakeNodesFile file;
 	char		buf[sizeof(SnowflakeNodesFile) + 1];
+	SnowflakeReadStatus st;
 	ssize_t		len;
 	int			fd;
 	int			save_errno;
-	struct stat st;
 
 	memset(img, 0, sizeof(*img));
-	fd = BasicOpenFile(SF_NODES_FILE, O_RDONLY | O_NONBLOCK | PG_BINARY);
-	if (fd < 0)
-	{
-		save_errno = errno;
-		if (save_errno == ENOENT && lstat(SF_NODES_FILE, &st) != 0 && errno == ENOENT)
-			return SF_READ_MISSING;
-		return sf_unreadable(why, whylen, "open", save_errno);
-	}
-	if (fstat(fd, &st) != 0)
-	{
-		save_errno = errno;
-		close(fd);
-		return sf_unreadable(why, whylen, "stat", save_errno);
-	}
-	if (!S_ISREG(st.st_mode))
-	{
-		close(fd);
-		snprintf(why, whylen, "It is not a regular file (a FIFO, device or directory).");
-		return SF_READ_UNREADABLE;
-	}
+	st = sf_open_regular(SF_NODES_FILE, &fd, "the node file", why, whylen);
+	if (st != SF_READ_OK)
+		return st;
 	len = read(fd, buf, sizeof(buf));
 	save_errno = errno;
 	close(fd);

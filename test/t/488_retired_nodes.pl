@@ -99,13 +99,31 @@ $c->refused('SELECT gen()', 'the copy after a restart: gen()', message => $retir
 $c->next_refused('the copy after a restart: 1/1', 'SET snowflake.machine_id = 1;', message => $retired);
 $c->next_id('the copy after a restart issues as 1/3');
 
+# A failed write of snowflake.nodes (a directory planted at its temporary file): one WARNING, generation goes on,
+# and the writer records the node once it can.
+mkdir($c->data_dir . '/snowflake.nodes.tmp') or die "mkdir: $!";
+chmod(0777, $c->data_dir . '/snowflake.nodes.tmp');
+my $at = -s $c->node->logfile;
+$c->ids('SET snowflake.machine_id = 7; SELECT snowflake_next() FROM generate_series(1, 10)',
+	'the copy issues as 1/7 while snowflake.nodes cannot be written', count => 10);
+ok($c->node->wait_for_log(qr/WARNING:  could not create snowflake node file "snowflake\.nodes\.tmp"/, $at),
+	'the failed write is logged as a WARNING');
+is(nodes_file($c)->{used}, '1/3,1/4', 'the file is unchanged while it cannot be written');
+$c->ids('SET snowflake.machine_id = 7; SELECT snowflake_next() FROM generate_series(1, 10)',
+	'the copy goes on issuing as 1/7', count => 10);
+rmdir($c->data_dir . '/snowflake.nodes.tmp') or die "rmdir: $!";
+ok(wait_used($c, '1/3,1/4,1/7'), 'once it can, the writer records 1/7') or diag(explain(nodes_file($c)));
+ok($c->node->wait_for_log(qr/snowflake node file "snowflake\.nodes" written again/, $at), 'and logs that it is written again');
+my $warnings = () = substr(slurp_file($c->node->logfile), $at) =~ /could not create snowflake node file/g;
+is($warnings, 1, 'one WARNING for the episode');
+
 # C3: a copy of the adopted copy, made a new server (1/5): retires C's used, keeps O's retired.
 $c->node->backup('cb');
 my $c3 = SnowflakeTest->new('copy3', from_backup => [ $c, 'cb' ], standby => 0, id_key => 'original',
 	conf => 'snowflake.machine_id = 5');
 $c3->start;
 is($c3->query('SELECT snowflake_adopt_state()'), 't', 'the copy of the copy adopted as a new server (1/5)');
-is(nodes_file($c3)->{retired}, '1/1,1/2,1/3,1/4', "it retired the copy's used nodes and kept the original's retired ones");
+is(nodes_file($c3)->{retired}, '1/1,1/2,1/3,1/4,1/7', "it retired the copy's used nodes and kept the original's retired ones");
 for my $m (1 .. 4)
 {
 	$c3->next_refused("the copy of the copy: 1/$m", "SET snowflake.machine_id = $m;", message => $retired);
