@@ -174,12 +174,18 @@ is(nodes_file($c2)->{retired}, '', 'a replacement retires nothing');
 $id = $c2->ids('SELECT gen()', 'the replacement: gen()', count => 1);
 $c2->stop;
 
-# failover_adopt: a standby of O promoted after O stops retires nothing.
+# failover_adopt: a standby of O promoted after O stops retires nothing, also where O issued IDs only under a
+# node other than the one it runs as (1/2 through gen(), never 1/1), which an adoption by hand would take for a
+# new server.  O's file is removed while it is stopped (O was never adopted as a new server): it starts afresh.
+unlink($o->data_dir . '/snowflake.nodes') or die "unlink: $!";
 $o->start;
+$o->ids('SELECT gen() FROM generate_series(1, 10)', 'the original, only 1/2 through gen()', count => 10);
+ok(wait_used($o, '1/2'), "the original's snowflake.nodes records only 1/2") or diag(explain(nodes_file($o)));
 $o->node->backup('ob2');
 my $s = SnowflakeTest->new('standby', from_backup => [ $o, 'ob2' ], id_key => 'original',
 	conf => 'snowflake.failover_adopt = on');
 $s->start;
+is(nodes_file($s)->{used}, '1/2', "the standby's snowflake.nodes came with its base backup");
 $o->ids('SELECT gen()', 'the original before the failover: gen()', count => 1);
 $o->node->wait_for_catchup($s->node);
 $s->wait_witness;
@@ -189,6 +195,8 @@ $s->node->poll_query_until('postgres', 'SELECT NOT pg_is_in_recovery()');
 $s->next_id('the promoted standby issues as 1/1');
 $s->ids('SELECT gen()', 'the promoted standby (failover_adopt): gen() issues 1/2', count => 1);
 is(nodes_file($s)->{retired}, '', 'failover_adopt retired nothing');
+unlike(slurp_file($s->node->logfile), qr/adopted as a new server/, 'and logged no retirement');
+ok(wait_used($s, '1/1,1/2'), 'the promoted standby records its used nodes') or diag(explain(nodes_file($s)));
 
 SnowflakeTest::summary();
 done_testing();
