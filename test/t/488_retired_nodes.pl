@@ -174,6 +174,22 @@ is(nodes_file($c2)->{retired}, '', 'a replacement retires nothing');
 $id = $c2->ids('SELECT gen()', 'the replacement: gen()', count => 1);
 $c2->stop;
 
+# A copy whose snowflake.nodes is damaged cannot be adopted by hand: which nodes to retire is unknown.
+my $c4 = SnowflakeTest->new('copy4', from_backup => [ $o, 'ob' ], standby => 0, id_key => 'original',
+	conf => 'snowflake.machine_id = 6');
+{
+	my $path = $c4->data_dir . '/snowflake.nodes';
+	open my $fh, '+<:raw', $path or die "open $path: $!";
+	print $fh 'XXXX';
+	close $fh;
+}
+$c4->start;
+$r = $c4->refused('SELECT snowflake_adopt_state()', 'adopting by hand with a damaged snowflake.nodes', sqlstate => 'XX001',
+	message => qr/^snowflake node file "snowflake\.nodes" is damaged$/);
+like($r->{detail}, qr/bad magic number/, 'the detail says what is wrong');
+is($c4->query('SELECT state FROM snowflake_state()'), 'copy', 'the data directory stays a copy');
+$c4->stop;
+
 # failover_adopt: a standby of O promoted after O stops retires nothing, also where O issued IDs only under a
 # node other than the one it runs as (1/2 through gen(), never 1/1), which an adoption by hand would take for a
 # new server.  O's file is removed while it is stopped (O was never adopted as a new server): it starts afresh.
