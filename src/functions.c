@@ -447,7 +447,7 @@ snowflake_adopt_state(PG_FUNCTION_ARGS)
 		sf_refuse_prepared_transactions();
 		sf_mark_older_sessions();
 	}
-	sf_state_adopt();
+	sf_state_adopt(true);
 	PG_RETURN_BOOL(was_copy);
 }
 

@@ -302,7 +302,7 @@ sf_check_can_generate(const char *caller)
 							 "On standbys meant to take over, set snowflake.failover_adopt = on.")));
 		sf_check_session_node(caller);
 		sf_mark_older_sessions();
-		sf_state_adopt();
+		sf_state_adopt(false);
 	}
 
 	/* Read after copied: an adoption notes the older sessions before it clears copied. */
@@ -496,6 +496,31 @@ sf_refuse(SnowflakeSlot *slot, int node, uint64 old, int64 last_tick, int64 now_
 }
 
 /*
+ * Refuse a node this server must never issue (snowflake.nodes): retired when
+ * this data directory was adopted as a new server, or unknown because the
+ * file is damaged or could not be read.
+ */
+pg_noreturn static void
+sf_refuse_retired(SnowflakeSlot *slot, int node, const char *caller)
+{
+	if (pg_atomic_read_u32(&slot->retired) == SF_RETIRED_UNKNOWN)
+	{
+		sf_count_refusal(slot, node, "the snowflake node file is damaged or unreadable");
+		sf_nodes_refuse(caller);
+	}
+	sf_count_refusal(slot, node, "the node is retired on this server");
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("%s refused: datacenter %d, machine %d is retired on this server",
+					caller, SF_NODE_DC(node), SF_NODE_MC(node)),
+			 errdetail("This data directory was adopted as a new server (snowflake_adopt_state()), and the data directory it was copied from "
+					   "issued IDs under this node (and may still); \"%s\" lists the nodes retired here.", SF_NODES_FILE),
+			 errhint("Run as this server's own node (snowflake.datacenter_id and snowflake.machine_id in its configuration files). "
+					 "The setting that chose the retired node came with the copy or from the application: a function's SET clause, "
+					 "a database or role setting, a connection option (PGOPTIONS), SET or set_config().")));
+}
+
+/*
  * Reserve count consecutive IDs of node; returns the generator word of the
  * first.  Every word returned lies above every word returned before, by any
  * backend, and at or below the durable mark.
@@ -515,6 +540,9 @@ sf_reserve(int node, int64 count, const char *caller)
 
 	sf_check_can_generate(caller);
 	slot = &sf_shared->slots[node].slot;
+	/* A node retired here (snowflake.nodes), or none known not to be: the slot's cache line, no lock. */
+	if (unlikely(pg_atomic_read_u32(&slot->retired) != SF_RETIRED_NO))
+		sf_refuse_retired(slot, node, caller);
 
 	for (;;)
 	{
@@ -595,8 +623,9 @@ sf_reserve(int node, int64 count, const char *caller)
 			break;
 	}
 
-	if (pg_atomic_read_u32(&slot->used) == 0)
-		pg_atomic_write_u32(&slot->used, 1);
+	/* A node's first ID since start-up: the writer records it in snowflake.nodes. */
+	if (unlikely(pg_atomic_read_u32(&slot->used) == 0) && pg_atomic_exchange_u32(&slot->used, 1) == 0)
+		sf_mark_note_used();
 	sf_end_refusals(slot, node);
 	if (waited || marked)
 		pg_atomic_fetch_add_u64(&slot->waits, 1);

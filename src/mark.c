@@ -21,6 +21,7 @@
 
 #include "access/xlog.h"
 #include "access/xlogrecovery.h"
+#include "lib/stringinfo.h"
 #include "miscadmin.h"
 #include "replication/walreceiver.h"
 #include "replication/walsender.h"
@@ -311,9 +312,201 @@ sf_report_write(int save_errno, SnowflakeWriteStep step, int elevel, const char 
 	errno = save_errno;
 	ereport(elevel,
 			(save_errno == EDQUOT ? errcode(ERRCODE_DISK_FULL) : errcode_for_file_access(),
+			 (step & SF_STEP_NODES_FILE) ?
+			 errmsg("could not %s snowflake node file \"%s\": %m", action, path) :
 			 errmsg("could not %s snowflake state file \"%s\": %m", action, path),
 			 detail ? errdetail("%s", detail) : 0,
 			 errhint("Check free space, permissions and the health of the storage of the data directory.")));
+}
+
+/*
+ * snowflake.nodes (issue 19, rounds 7-8): the nodes this data directory's
+ * node state issued IDs under, and the nodes it must never issue.  A copy
+ * adopted by hand as a NEW server (its configured node is not among the used
+ * ones) retires the used nodes: the original may still issue under them, and
+ * node settings that reach this server from the copied catalog (a function's
+ * SET clause, database and role settings) or from applications (connection
+ * options, SET, set_config()) cannot all be found by inspecting settings.
+ */
+
+/* The writer: a failed write of snowflake.nodes was logged; retried at each look until one succeeds. */
+static bool sf_nodes_failing = false;
+
+/* A set of nodes as text, "datacenter D, machine M; ..." (palloc'd). */
+static char *
+sf_nodes_text(const uint64 *set)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	for (int n = 0; n < SF_NODE_COUNT; n++)
+		if (SF_NODE_BIT(set, n))
+			appendStringInfo(&buf, "%sdatacenter %d, machine %d", buf.len > 0 ? "; " : "",
+							 SF_NODE_DC(n), SF_NODE_MC(n));
+	return buf.data;
+}
+
+static bool
+sf_nodes_any(const uint64 *set)
+{
+	for (int w = 0; w < SF_NODE_SET_WORDS; w++)
+		if (set[w] != 0)
+			return true;
+	return false;
+}
+
+/*
+ * Start-up (postmaster, after the state file): load snowflake.nodes and flag
+ * every slot.  A file that is damaged or cannot be read fails closed: no node
+ * is known not to be retired, so every slot refuses (SF_RETIRED_UNKNOWN), and
+ * the file is never rewritten.
+ */
+static void
+sf_nodes_load(SnowflakeShared *shared)
+{
+	SnowflakeNodesImage img;
+	SnowflakeReadStatus st;
+	char		why[sizeof(shared->nodes_message)];
+
+	shared->nodes_status = SF_STATE_OK;
+	shared->nodes_message[0] = '\0';
+	pg_atomic_write_u32(&shared->nodes_dirty, 0);
+	st = sf_nodes_read(&img, why, sizeof(why));
+	if (st != SF_READ_OK && st != SF_READ_MISSING)
+	{
+		memset(&img, 0, sizeof(img));
+		strlcpy(shared->nodes_message, why, sizeof(shared->nodes_message));
+		shared->nodes_status = st == SF_READ_DAMAGED ? SF_STATE_DAMAGED : SF_STATE_UNREADABLE;
+		ereport(WARNING,
+				(st == SF_READ_DAMAGED ?
+				 errmsg("snowflake node file \"%s\" is damaged", SF_NODES_FILE) :
+				 errmsg("could not read snowflake node file \"%s\"", SF_NODES_FILE),
+				 errdetail("%s", shared->nodes_message),
+				 errhint("snowflake_next() refuses until the file can be read; see the snowflake README, section Errors.")));
+	}
+	memcpy(shared->nodes_used, img.used, sizeof(shared->nodes_used));
+	memcpy(shared->nodes_retired, img.retired, sizeof(shared->nodes_retired));
+	for (int n = 0; n < SF_NODE_COUNT; n++)
+		pg_atomic_write_u32(&shared->slots[n].slot.retired,
+							shared->nodes_status != SF_STATE_OK ? SF_RETIRED_UNKNOWN :
+							SF_NODE_BIT(shared->nodes_retired, n) ? SF_RETIRED_YES : SF_RETIRED_NO);
+	if (sf_nodes_any(shared->nodes_retired))
+		ereport(LOG,
+				(errmsg("snowflake nodes retired on this server (\"%s\"): %s",
+						SF_NODES_FILE, sf_nodes_text(shared->nodes_retired))));
+}
+
+/* Refuse for a snowflake.nodes that is damaged or could not be read (generation, adoption by hand). */
+void
+sf_nodes_refuse(const char *caller)
+{
+	bool		damaged = sf_shared->nodes_status == SF_STATE_DAMAGED;
+
+	ereport(ERROR,
+			(damaged ? errcode(ERRCODE_DATA_CORRUPTED) : errcode(ERRCODE_IO_ERROR),
+			 damaged ?
+			 errmsg("snowflake node file \"%s\" is damaged", SF_NODES_FILE) :
+			 errmsg("could not read snowflake node file \"%s\"", SF_NODES_FILE),
+			 errdetail("%s The file lists the nodes this server must never issue IDs under (those of the data directory it was copied from, "
+					   "retired when it was adopted as a new server); %s refuses until it can be read.",
+					   sf_shared->nodes_message, caller),
+			 errhint("If it could not be read, fix its permissions or the storage, then restart the server. "
+					 "If it is damaged, stop the server and put back a good copy; remove it instead (while the server is stopped) only if "
+					 "this data directory was never adopted as a new server with snowflake_adopt_state() (nor was any it was copied from), "
+					 "since it lists nodes this server must not issue.")));
+}
+
+/* A backend's node issued its first ID since start-up: have the writer record it (generator.c, once per node). */
+void
+sf_mark_note_used(void)
+{
+	Latch	   *latch;
+
+	pg_atomic_write_u32(&sf_shared->nodes_dirty, 1);
+	latch = (Latch *) sf_shared->worker_latch;
+	if (latch != NULL)
+		SetLatch(latch);
+}
+
+/*
+ * The used set as it should be (under the lock, or in the postmaster at
+ * shutdown): what the file holds and every slot that issued an ID since
+ * start-up.  Returns whether it holds a node the file does not.
+ */
+static bool
+sf_nodes_collect(SnowflakeNodesImage *img)
+{
+	bool		changed = false;
+
+	memcpy(img->used, sf_shared->nodes_used, sizeof(img->used));
+	memcpy(img->retired, sf_shared->nodes_retired, sizeof(img->retired));
+	for (int n = 0; n < SF_NODE_COUNT; n++)
+	{
+		if (pg_atomic_read_u32(&sf_shared->slots[n].slot.used) != 0 && !SF_NODE_BIT(img->used, n))
+		{
+			img->used[n / 64] |= UINT64CONST(1) << (n % 64);
+			changed = true;
+		}
+	}
+	return changed;
+}
+
+/*
+ * The writer: record in snowflake.nodes the nodes that issued their first
+ * ID (one write per new node).  Only a primary that owns its node state
+ * records.  A failed write never stops generation (the set protects copies
+ * made later): one WARNING per episode, retried at every look.
+ */
+static void
+sf_mark_record_nodes(void)
+{
+	SnowflakeNodesImage img;
+	SnowflakeStateResult res = {true, 0, SF_STEP_NONE};
+	bool		changed;
+
+	if (sf_shared->nodes_status != SF_STATE_OK || sf_shared->copied || RecoveryInProgress())
+		return;
+	if (pg_atomic_exchange_u32(&sf_shared->nodes_dirty, 0) == 0 && !sf_nodes_failing)
+		return;
+	LWLockAcquire(sf_shared->lock, LW_EXCLUSIVE);
+	changed = sf_nodes_collect(&img);
+	if (changed)
+	{
+		res = sf_nodes_write(&img);
+		if (res.ok)
+			memcpy(sf_shared->nodes_used, img.used, sizeof(sf_shared->nodes_used));
+	}
+	LWLockRelease(sf_shared->lock);
+
+	if (!res.ok)
+	{
+		if (!sf_nodes_failing)
+			sf_report_write(res.save_errno, res.step, WARNING,
+							"Generation goes on; the reservation writer retries at each look. Until the file records them, "
+							"a copy of this data directory made now does not know these nodes were used here.");
+		sf_nodes_failing = true;
+	}
+	else if (sf_nodes_failing)
+	{
+		sf_nodes_failing = false;
+		ereport(LOG,
+				(errmsg("snowflake node file \"%s\" written again", SF_NODES_FILE)));
+	}
+}
+
+/* Clean shutdown (postmaster): record nodes used since the writer's last look. */
+static void
+sf_nodes_shutdown(SnowflakeShared *shared)
+{
+	SnowflakeNodesImage img;
+	SnowflakeStateResult res;
+
+	if (shared->nodes_status != SF_STATE_OK || shared->copied || !sf_nodes_collect(&img))
+		return;
+	res = sf_nodes_write(&img);
+	if (!res.ok)
+		sf_report_write(res.save_errno, res.step, LOG,
+						"At shutdown: the nodes used since the last write are not recorded.");
 }
 
 /*
@@ -650,6 +843,9 @@ sf_mark_writer_look(void)
 	/* The owner's record: at start, after an adoption, when a standby connects. */
 	if (!sf_shared->copied)
 		sf_mark_log_owner();
+
+	/* Nodes that issued their first ID: into snowflake.nodes. */
+	sf_mark_record_nodes();
 
 	/*
 	 * The owner's file records the timeline it is on (after a promotion or an
@@ -1140,6 +1336,7 @@ sf_mark_startup(SnowflakeShared *shared)
 	/* An import not written yet: the writer writes a mark at or above it (19b F5). */
 	pg_atomic_write_u64(&shared->demand, shared->import_pending ? shared->import_mark : 0);
 	sf_watch_startup(shared, found, &img);
+	sf_nodes_load(shared);
 
 	/* The next ID of every node lies in the first ms after the mark. */
 	start_word = SF_WORD(shared->floor, SF_MAX_SEQUENCE);	/* above the mark */
@@ -1167,6 +1364,7 @@ sf_mark_shutdown(SnowflakeShared *shared)
 
 	uint64		start_word = SF_WORD(shared->floor, SF_MAX_SEQUENCE);
 
+	sf_nodes_shutdown(shared);
 	if (shared->status != SF_STATE_OK)
 		return;					/* never overwrite a file we could not trust */
 
@@ -1369,24 +1567,63 @@ sf_mark_replayed(uint64 mark_tick, const SnowflakeIdentity *writer, uint32 write
  * Write the adoption (under the lock, which the caller holds): the state file
  * names this data directory as the owner.  Records a failure for waiting
  * callers like a failed raise of the mark.
+ *
+ * by_hand (snowflake_adopt_state()): if the node this server runs as (its
+ * configuration files, published by the writer) is not one the node state
+ * issued IDs under, this is a NEW server and the original may still run: its
+ * used nodes are retired (retired |= used, used = {}), in snowflake.nodes
+ * first; if that write fails the adoption fails.  Otherwise it replaces the
+ * original (failover, move): nothing is retired.  An adoption by
+ * snowflake.failover_adopt is a replacement.  *retired_now: what was retired.
  */
 static SnowflakeStateResult
-sf_adopt_write(SnowflakeIdentity *old_owner)
+sf_adopt_write(SnowflakeIdentity *old_owner, bool by_hand, SnowflakeNodesImage *retired_now)
 {
 	SnowflakeStateImage img;
 	SnowflakeStateResult res = {true, 0, SF_STEP_NONE};
 
+	memset(retired_now, 0, sizeof(*retired_now));
 	if (!sf_shared->copied)
 		return res;
 	*old_owner = sf_shared->owner;
-	memset(&img, 0, sizeof(img));
-	img.mark = pg_atomic_read_u64(&sf_shared->reserved);
-	sf_mark_clock(&img);
-	img.owner = sf_shared->self;
-	img.timeline = sf_timeline_now();
+
 	/* Shown by snowflake_state() as a write in progress (round 9). */
 	pg_atomic_write_u64(&sf_shared->write_started, (uint64) Max(sf_mono_ns(), 1));
-	res = sf_statefile_write(&img);
+	if (by_hand && sf_shared->nodes_status == SF_STATE_OK && sf_nodes_any(sf_shared->nodes_used))
+	{
+		uint32		node = pg_atomic_read_u32(&sf_shared->server_node);
+
+		if (node == 0 || !SF_NODE_BIT(sf_shared->nodes_used, (int) node - 1))
+		{
+			SnowflakeNodesImage nodes;
+
+			for (int w = 0; w < SF_NODE_SET_WORDS; w++)
+			{
+				nodes.retired[w] = sf_shared->nodes_retired[w] | sf_shared->nodes_used[w];
+				nodes.used[w] = 0;
+			}
+			res = sf_nodes_write(&nodes);
+			if (res.ok)
+			{
+				memcpy(retired_now->retired, sf_shared->nodes_used, sizeof(retired_now->retired));
+				memcpy(sf_shared->nodes_retired, nodes.retired, sizeof(sf_shared->nodes_retired));
+				memset(sf_shared->nodes_used, 0, sizeof(sf_shared->nodes_used));
+				for (int n = 0; n < SF_NODE_COUNT; n++)
+					if (SF_NODE_BIT(nodes.retired, n))
+						pg_atomic_write_u32(&sf_shared->slots[n].slot.retired, SF_RETIRED_YES);
+			}
+		}
+	}
+
+	if (res.ok)
+	{
+		memset(&img, 0, sizeof(img));
+		img.mark = pg_atomic_read_u64(&sf_shared->reserved);
+		sf_mark_clock(&img);
+		img.owner = sf_shared->self;
+		img.timeline = sf_timeline_now();
+		res = sf_statefile_write(&img);
+	}
 	pg_atomic_write_u64(&sf_shared->write_started, 0);
 	if (res.ok)
 	{
@@ -1406,12 +1643,33 @@ sf_adopt_write(SnowflakeIdentity *old_owner)
 	return res;
 }
 
+/* The LOG of a written adoption, after the lock is released. */
+static void
+sf_adopt_log(const SnowflakeIdentity *old_owner, const SnowflakeNodesImage *retired_now)
+{
+	uint32		node = pg_atomic_read_u32(&sf_shared->server_node);
+
+	ereport(LOG,
+			(errmsg("snowflake node state adopted by this data directory (%s), from %s",
+					sf_identity_text(&sf_shared->self), sf_identity_text(old_owner))));
+	if (sf_nodes_any(retired_now->retired))
+		ereport(LOG,
+				(errmsg("snowflake node state adopted as a new server (%s): retired %s",
+						node == 0 ? "no node in the configuration files" :
+						psprintf("datacenter %d, machine %d in the configuration files", SF_NODE_DC((int) node - 1), SF_NODE_MC((int) node - 1)),
+						sf_nodes_text(retired_now->retired)),
+				 errdetail("The data directory this one was copied from issued IDs under these nodes (and may still): "
+						   "this server never issues IDs under them (\"%s\").", SF_NODES_FILE)));
+}
+
 /* The writer's part of an adoption a caller asked for (after recovery). */
 static void
 sf_mark_writer_adopt(void)
 {
 	SnowflakeStateResult res;
 	SnowflakeIdentity old_owner;
+	SnowflakeNodesImage retired_now;
+	bool		by_hand;
 
 	uint32		wanted = SF_ADOPT_WANTED;
 
@@ -1428,7 +1686,8 @@ sf_mark_writer_adopt(void)
 		LWLockRelease(sf_shared->lock);
 		return;
 	}
-	res = sf_adopt_write(&old_owner);
+	by_hand = pg_atomic_exchange_u32(&sf_shared->adopt_by_hand, 0) != 0;
+	res = sf_adopt_write(&old_owner, by_hand, &retired_now);
 	pg_atomic_write_u32(&sf_shared->adopt_wanted, SF_ADOPT_NONE);
 	LWLockRelease(sf_shared->lock);
 	ConditionVariableBroadcast(&sf_shared->mark_cv);
@@ -1438,9 +1697,7 @@ sf_mark_writer_adopt(void)
 	else
 	{
 		sf_owner_logged = false;	/* the new owner's record, for its standbys */
-		ereport(LOG,
-				(errmsg("snowflake node state adopted by this data directory (%s), from %s",
-						sf_identity_text(&sf_shared->self), sf_identity_text(&old_owner))));
+		sf_adopt_log(&old_owner, &retired_now);
 	}
 }
 
@@ -1454,8 +1711,12 @@ sf_adopt_withdraw(void)
 {
 	uint32		wanted = SF_ADOPT_WANTED;
 
-	return pg_atomic_compare_exchange_u32(&sf_shared->adopt_wanted, &wanted, SF_ADOPT_NONE) ||
-		wanted != SF_ADOPT_WRITING;
+	if (pg_atomic_compare_exchange_u32(&sf_shared->adopt_wanted, &wanted, SF_ADOPT_NONE))
+	{
+		pg_atomic_write_u32(&sf_shared->adopt_by_hand, 0);
+		return true;
+	}
+	return wanted != SF_ADOPT_WRITING;
 }
 
 /*
@@ -1488,7 +1749,7 @@ sf_adopt_withdraw_callback(void *arg)
  * With no writer running it writes here, if the lock is free.
  */
 void
-sf_state_adopt(void)
+sf_state_adopt(bool by_hand)
 {
 	int64		deadline = sf_mono_ns() + (int64) Max(sf_max_wait_ms, SF_MARK_GRACE_MS) * SF_NS_PER_MS;
 	uint64		failures = pg_atomic_read_u64(&sf_shared->write_failures);
@@ -1498,6 +1759,10 @@ sf_state_adopt(void)
 
 	if (!sf_shared->copied)
 		return;					/* nothing to adopt: no lock, no wait */
+
+	/* Adopting as a new server needs the nodes the original used (fail closed). */
+	if (by_hand && sf_shared->nodes_status != SF_STATE_OK)
+		sf_nodes_refuse("snowflake_adopt_state()");
 
 	/*
 	 * An import waiting to be read (round 5, F2): the mark it carries is
@@ -1530,6 +1795,8 @@ sf_state_adopt(void)
 		if (!sf_shared->copied)
 			break;
 		/* Ask (again: another caller that gave up may have withdrawn it). */
+		if (by_hand)
+			pg_atomic_write_u32(&sf_shared->adopt_by_hand, 1);
 		(void) pg_atomic_compare_exchange_u32(&sf_shared->adopt_wanted, &none, SF_ADOPT_WANTED);
 		if (pg_atomic_read_u64(&sf_shared->write_failures) != failures)
 		{
@@ -1551,8 +1818,10 @@ sf_state_adopt(void)
 		{
 			SnowflakeIdentity old_owner;
 			SnowflakeStateResult res;
+			SnowflakeNodesImage retired_now;
 
-			res = sf_adopt_write(&old_owner);
+			pg_atomic_write_u32(&sf_shared->adopt_by_hand, 0);
+			res = sf_adopt_write(&old_owner, by_hand, &retired_now);
 			LWLockRelease(sf_shared->lock);
 			ConditionVariableBroadcast(&sf_shared->mark_cv);
 			if (prepared)
@@ -1562,9 +1831,7 @@ sf_state_adopt(void)
 			if (!res.ok)
 				sf_report_write(res.save_errno, res.step, ERROR, "The data directory stays a copy: generation still refuses.");
 			pg_atomic_fetch_add_u64(&sf_shared->caller_writes, 1);
-			ereport(LOG,
-					(errmsg("snowflake node state adopted by this data directory (%s), from %s",
-							sf_identity_text(&sf_shared->self), sf_identity_text(&old_owner))));
+			sf_adopt_log(&old_owner, &retired_now);
 			return;
 		}
 

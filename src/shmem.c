@@ -83,6 +83,8 @@ sf_shmem_init(void)
 	pg_atomic_init_u64(&sf_shared->clock_max_jump, 0);
 	pg_atomic_init_u32(&sf_shared->clock_held_recorded, 0);
 	pg_atomic_init_u32(&sf_shared->adoptions, 0);
+	pg_atomic_init_u32(&sf_shared->nodes_dirty, 0);
+	pg_atomic_init_u32(&sf_shared->adopt_by_hand, 0);
 	sf_shared->older_count = sf_proc_count();
 	for (int i = 0; i < sf_shared->older_count; i++)
 		pg_atomic_init_u32(&sf_shared->older_pid[i], 0);
@@ -100,6 +102,7 @@ sf_shmem_init(void)
 		pg_atomic_init_u64(&slot->claim_until, 0);
 		pg_atomic_init_u64(&slot->claim_bound, 0);
 		pg_atomic_init_u32(&slot->used, 0);
+		pg_atomic_init_u32(&slot->retired, SF_RETIRED_NO);
 		pg_atomic_init_u32(&slot->rolling_back, 0);
 		pg_atomic_init_u32(&slot->refusal_streak, 0);
 	}

@@ -107,6 +107,7 @@ typedef struct SnowflakeSlot
 	pg_atomic_uint64 claim_until;	/* registry lease of this node, Unix ms */
 	pg_atomic_uint64 claim_bound;	/* no ID past this Unix ms under the claim */
 	pg_atomic_uint32 used;		/* issued an ID since start-up */
+	pg_atomic_uint32 retired;	/* SF_RETIRED_*: never issue here (set at start-up and adoption) */
 	pg_atomic_uint32 rolling_back;	/* 1 while the clock is behind clock_high */
 	pg_atomic_uint32 refusal_streak;	/* refusals since the last ID issued */
 } SnowflakeSlot;
@@ -116,6 +117,15 @@ typedef union SnowflakeSlotPadded
 	SnowflakeSlot slot;
 	char		pad[2 * PG_CACHE_LINE_SIZE];
 } SnowflakeSlotPadded;
+
+/* SnowflakeSlot.retired */
+#define SF_RETIRED_NO		0
+#define SF_RETIRED_YES		1	/* in snowflake.nodes' retired set */
+#define SF_RETIRED_UNKNOWN	2	/* snowflake.nodes is damaged or unreadable: no node is known not to be */
+
+/* A set of nodes, one bit each (node n: word n / 64, bit n % 64). */
+#define SF_NODE_SET_WORDS		(SF_NODE_COUNT / 64)
+#define SF_NODE_BIT(set, n)	(((set)[(n) / 64] >> ((n) % 64)) & 1)
 
 typedef enum SnowflakeStateStatus
 {
@@ -180,6 +190,21 @@ typedef struct SnowflakeShared
 	volatile bool import_pending;	/* the imported mark is not in the state file yet (19b F5) */
 	uint64		import_mark;	/* that mark (tick), while import_pending */
 	void	   *volatile worker_latch;	/* the writer's latch, NULL when none runs */
+	/*
+	 * snowflake.nodes (issue 19, rounds 7-8): nodes_status and nodes_message
+	 * are set at start-up and read-only afterwards; nodes_used and
+	 * nodes_retired (what the file holds, or will once written) change only
+	 * under the lock.  nodes_dirty: a node issued its first ID since start-up
+	 * (set by that backend, taken by the writer).  adopt_by_hand: the
+	 * adoption asked for is snowflake_adopt_state()'s (it may retire nodes),
+	 * not snowflake.failover_adopt's.
+	 */
+	SnowflakeStateStatus nodes_status;
+	char		nodes_message[512];
+	uint64		nodes_used[SF_NODE_SET_WORDS];
+	uint64		nodes_retired[SF_NODE_SET_WORDS];
+	pg_atomic_uint32 nodes_dirty;
+	pg_atomic_uint32 adopt_by_hand;
 	char		pad3[PG_CACHE_LINE_SIZE];
 	/* The clock watch (watch.c): read on the hot path, written on changes. */
 	pg_atomic_uint64 clock_ok_until;	/* wall ns (signed) up to which calls need no look */
@@ -292,6 +317,9 @@ typedef enum SnowflakeWriteStep
 	SF_STEP_FSYNC_DIR
 } SnowflakeWriteStep;
 
+/* Or-ed into a step: the failed write was snowflake.nodes's. */
+#define SF_STEP_NODES_FILE	0x100
+
 typedef struct SnowflakeStateResult
 {
 	bool		ok;
@@ -302,6 +330,18 @@ typedef struct SnowflakeStateResult
 #define SF_STATE_IMPORT_FILE	"snowflake.state.import"
 #define SF_STATE_IMPORTED_FILE	"snowflake.state.imported"
 
+/* snowflake.nodes: the nodes this node state issued IDs under, and those it must never issue */
+#define SF_NODES_FILE		"snowflake.nodes"
+#define SF_NODES_TMP_FILE	"snowflake.nodes.tmp"
+
+typedef struct SnowflakeNodesImage
+{
+	uint64		used[SF_NODE_SET_WORDS];
+	uint64		retired[SF_NODE_SET_WORDS];
+} SnowflakeNodesImage;
+
+extern SnowflakeReadStatus sf_nodes_read(SnowflakeNodesImage *img, char *why, size_t whylen);
+extern SnowflakeStateResult sf_nodes_write(const SnowflakeNodesImage *img);
 extern SnowflakeReadStatus sf_statefile_read(SnowflakeStateImage *img, char *why, size_t whylen);
 extern SnowflakeReadStatus sf_statefile_read_path(const char *path, bool any_system,
 												  SnowflakeStateImage *img, char *why, size_t whylen);
@@ -344,7 +384,9 @@ extern long sf_mark_writer_step(bool woken);
 extern void sf_mark_replayed(uint64 mark_tick, const SnowflakeIdentity *writer, uint32 writer_node);
 /* wal.c: the start of the record being replayed */
 extern XLogRecPtr sf_wal_replay_lsn;
-extern void sf_state_adopt(void);
+extern void sf_state_adopt(bool by_hand);
+extern void sf_mark_note_used(void);
+pg_noreturn extern void sf_nodes_refuse(const char *caller);
 extern void sf_check_session_node(const char *caller);
 extern void sf_mark_older_sessions(void);
 extern bool sf_mark_promoted(void);

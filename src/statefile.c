@@ -178,6 +178,43 @@ sf_unreadable(char *why, size_t whylen, const char *what, int save_errno)
 }
 
 /*
+ * Open path for reading, as a regular file (*fd).  SF_READ_MISSING: there is
+ * none; SF_READ_UNREADABLE: it is there but could not be opened, or is not a
+ * regular file (what names what the caller wants put back); why says what.
+ */
+static SnowflakeReadStatus
+sf_open_regular(const char *path, int *fd, const char *what, char *why, size_t whylen)
+{
+	struct stat st;
+	int			save_errno;
+
+	/* O_NONBLOCK: a FIFO planted in its place must not block the open (F8). */
+	*fd = BasicOpenFile(path, O_RDONLY | O_NONBLOCK | PG_BINARY);
+	if (*fd < 0)
+	{
+		save_errno = errno;
+		/* A dangling symbolic link is a file that cannot be read, not no file. */
+		if (save_errno == ENOENT && lstat(path, &st) != 0 && errno == ENOENT)
+			return SF_READ_MISSING;
+		return sf_unreadable(why, whylen, "open", save_errno);
+	}
+	if (fstat(*fd, &st) != 0)
+	{
+		save_errno = errno;
+		close(*fd);
+		return sf_unreadable(why, whylen, "stat", save_errno);
+	}
+	if (!S_ISREG(st.st_mode))
+	{
+		close(*fd);
+		snprintf(why, whylen, "It is not a regular file (a FIFO, device or directory); remove what is there and "
+				 "put back %s.", what);
+		return SF_READ_UNREADABLE;
+	}
+	return SF_READ_OK;
+}
+
+/*
  * Read the state file at path into *img.  SF_READ_MISSING: there is none (a
  * new cluster, or new to snowflake); SF_READ_UNREADABLE: it is there but
  * could not be read (permissions, an I/O error, a dangling symbolic link):
@@ -189,6 +226,7 @@ SnowflakeReadStatus
 sf_statefile_read_path(const char *path, bool any_system, SnowflakeStateImage *img,
 					   char *why, size_t whylen)
 {
+	SnowflakeReadStatus st;
 	char		buf[sizeof(SnowflakeStateFile) + 1];
 	uint32		magic;
 	uint32		version;
@@ -198,36 +236,9 @@ sf_statefile_read_path(const char *path, bool any_system, SnowflakeStateImage *i
 	int			save_errno;
 
 	memset(img, 0, sizeof(*img));
-	/* O_NONBLOCK: a FIFO planted in its place must not block the open (F8). */
-	fd = BasicOpenFile(path, O_RDONLY | O_NONBLOCK | PG_BINARY);
-	if (fd < 0)
-	{
-		struct stat st;
-
-		save_errno = errno;
-		/* A dangling symbolic link is a file that cannot be read, not no file. */
-		if (save_errno == ENOENT && lstat(path, &st) != 0 && errno == ENOENT)
-			return SF_READ_MISSING;
-		return sf_unreadable(why, whylen, "open", save_errno);
-	}
-
-	{
-		struct stat st;
-
-		if (fstat(fd, &st) != 0)
-		{
-			save_errno = errno;
-			close(fd);
-			return sf_unreadable(why, whylen, "stat", save_errno);
-		}
-		if (!S_ISREG(st.st_mode))
-		{
-			close(fd);
-			snprintf(why, whylen, "It is not a regular file (a FIFO, device or directory); remove what is there and "
-					 "put back the state file.");
-			return SF_READ_UNREADABLE;
-		}
-	}
+	st = sf_open_regular(path, &fd, "the state file", why, whylen);
+	if (st != SF_READ_OK)
+		return st;
 
 	/* Read one byte more than the largest layout, to notice a file that is too long. */
 	len = read(fd, buf, sizeof(buf));
@@ -325,6 +336,8 @@ sf_statefile_read(SnowflakeStateImage *img, char *why, size_t whylen)
 	return sf_statefile_read_path(SF_STATE_FILE, false, img, why, whylen);
 }
 
+static SnowflakeStateResult sf_durable_write(const char *tmp, const char *path, const void *data, size_t len);
+
 /* Fill in a failure; errno is kept for the caller's report. */
 static SnowflakeStateResult
 sf_fail(SnowflakeWriteStep step)
@@ -345,8 +358,6 @@ SnowflakeStateResult
 sf_statefile_write(const SnowflakeStateImage *img)
 {
 	SnowflakeStateFile file;
-	SnowflakeStateResult res = {true, 0, SF_STEP_NONE};
-	int			fd;
 
 	memset(&file, 0, sizeof(file));
 	file.magic = SF_STATE_MAGIC;
@@ -379,19 +390,34 @@ sf_statefile_write(const SnowflakeStateImage *img)
 		file.flags |= SF_STATE_CLEAN;
 	file.crc = sf_crc(&file, offsetof(SnowflakeStateFile, crc));
 
+	return sf_durable_write(SF_STATE_TMP_FILE, SF_STATE_FILE, &file, sizeof(file));
+}
+
+/*
+ * Write len bytes durably as path: a temp file (tmp) created afresh, written,
+ * fsynced, renamed over path, and the directory fsynced, so a crash leaves
+ * either the old file or the new one.  Caller serialises writers; nothing
+ * here ereports.
+ */
+static SnowflakeStateResult
+sf_durable_write(const char *tmp, const char *path, const void *data, size_t len)
+{
+	SnowflakeStateResult res = {true, 0, SF_STEP_NONE};
+	int			fd;
+
 	/*
 	 * The temporary file is ours alone: remove whatever is there (a FIFO or a
 	 * symbolic link planted in its place would block or redirect the write,
 	 * F8) and create it afresh.
 	 */
-	if (unlink(SF_STATE_TMP_FILE) != 0 && errno != ENOENT)
+	if (unlink(tmp) != 0 && errno != ENOENT)
 		return sf_fail(SF_STEP_CREATE);
-	fd = BasicOpenFile(SF_STATE_TMP_FILE, O_WRONLY | O_CREAT | O_EXCL | PG_BINARY);
+	fd = BasicOpenFile(tmp, O_WRONLY | O_CREAT | O_EXCL | PG_BINARY);
 	if (fd < 0)
 		return sf_fail(SF_STEP_CREATE);
 
 	errno = 0;
-	if (write(fd, &file, sizeof(file)) != sizeof(file))
+	if (write(fd, data, len) != (ssize_t) len)
 	{
 		if (errno == 0)
 			errno = ENOSPC;		/* a short write means the disk is full */
@@ -405,7 +431,7 @@ sf_statefile_write(const SnowflakeStateImage *img)
 	if (!res.ok)
 		return res;
 
-	if (rename(SF_STATE_TMP_FILE, SF_STATE_FILE) != 0)
+	if (rename(tmp, path) != 0)
 		return sf_fail(SF_STEP_RENAME);
 
 	/* Make the rename itself durable. */
@@ -422,8 +448,11 @@ sf_statefile_write(const SnowflakeStateImage *img)
 void
 sf_write_step_text(SnowflakeWriteStep step, const char **action, const char **path)
 {
-	*path = SF_STATE_TMP_FILE;
-	switch (step)
+	bool		nodes = (step & SF_STEP_NODES_FILE) != 0;
+	const char *file = nodes ? SF_NODES_FILE : SF_STATE_FILE;
+
+	*path = nodes ? SF_NODES_TMP_FILE : SF_STATE_TMP_FILE;
+	switch ((SnowflakeWriteStep) (step & ~SF_STEP_NODES_FILE))
 	{
 		case SF_STEP_CREATE:
 			*action = "create";
@@ -442,11 +471,11 @@ sf_write_step_text(SnowflakeWriteStep step, const char **action, const char **pa
 			break;
 		case SF_STEP_OPEN_DIR:
 			*action = "open the directory of";
-			*path = SF_STATE_FILE;
+			*path = file;
 			break;
 		case SF_STEP_FSYNC_DIR:
 			*action = "fsync the directory of";
-			*path = SF_STATE_FILE;
+			*path = file;
 			break;
 		default:
 			*action = "write";
@@ -532,4 +561,93 @@ sf_witness_write(const SnowflakeIdentity *self)
 	if (close(fd) != 0)
 		ok = false;
 	return ok && durable_rename(SF_WITNESS_TMP_FILE, SF_WITNESS_FILE, DEBUG1) == 0;
+}
+
+/*
+ * snowflake.nodes: the nodes this data directory's node state issued IDs
+ * under (used) and the nodes it must never issue (retired: the used nodes of
+ * the data directory it was copied from, retired when it was adopted as a
+ * new server).  A file of its own, so that snowflake.state keeps its layout.
+ * Fixed size, no padding, CRC-32C over everything before crc.  Bit n of a
+ * set (word n / 64, bit n % 64) is node n (SF_NODE_INDEX).
+ */
+typedef struct SnowflakeNodesFile
+{
+	uint32		magic;
+	uint32		version;
+	uint64		system_identifier;
+	uint64		used[SF_NODE_SET_WORDS];
+	uint64		retired[SF_NODE_SET_WORDS];
+	pg_crc32c	crc;
+	uint32		pad;			/* zero */
+} SnowflakeNodesFile;
+
+StaticAssertDecl(sizeof(SnowflakeNodesFile) == 280, "node file layout must not have padding");
+
+#define SF_NODES_MAGIC		0x534E4E44	/* "SNND" */
+#define SF_NODES_VERSION	1
+
+/*
+ * Read snowflake.nodes into *img.  SF_READ_MISSING: there is none (a new
+ * cluster, or a data directory of an older version): both sets empty.  As
+ * sf_statefile_read_path otherwise; why says what is wrong.
+ */
+SnowflakeReadStatus
+sf_nodes_read(SnowflakeNodesImage *img, char *why, size_t whylen)
+{
+	SnowflakeNodesFile file;
+	char		buf[sizeof(SnowflakeNodesFile) + 1];
+	SnowflakeReadStatus st;
+	ssize_t		len;
+	int			fd;
+	int			save_errno;
+
+	memset(img, 0, sizeof(*img));
+	st = sf_open_regular(SF_NODES_FILE, &fd, "the node file", why, whylen);
+	if (st != SF_READ_OK)
+		return st;
+	len = read(fd, buf, sizeof(buf));
+	save_errno = errno;
+	close(fd);
+	if (len < 0)
+		return sf_unreadable(why, whylen, "read", save_errno);
+	if (len != sizeof(file))
+		return sf_damaged(why, whylen, "It is %zd bytes long, expected %zu.", len, sizeof(file));
+	memcpy(&file, buf, sizeof(file));
+	if (file.magic != SF_NODES_MAGIC)
+		return sf_damaged(why, whylen, "It has a bad magic number, %08X.", file.magic);
+	if (file.version != SF_NODES_VERSION)
+		return sf_damaged(why, whylen, "It has version %u; this build reads version %d.", file.version, SF_NODES_VERSION);
+	if (!EQ_CRC32C(file.crc, sf_crc(&file, offsetof(SnowflakeNodesFile, crc))))
+		return sf_damaged(why, whylen, "Its checksum does not match its contents.");
+	if (file.system_identifier != GetSystemIdentifier())
+		return sf_damaged(why, whylen, "It belongs to database system " UINT64_FORMAT ", not to this one (" UINT64_FORMAT ").",
+						  file.system_identifier, GetSystemIdentifier());
+	memcpy(img->used, file.used, sizeof(img->used));
+	memcpy(img->retired, file.retired, sizeof(img->retired));
+	return SF_READ_OK;
+}
+
+/*
+ * Write snowflake.nodes durably (as the state file is written).  A failed
+ * step carries SF_STEP_NODES_FILE, so that its report names this file.
+ * Caller serialises writers; nothing here ereports.
+ */
+SnowflakeStateResult
+sf_nodes_write(const SnowflakeNodesImage *img)
+{
+	SnowflakeNodesFile file;
+	SnowflakeStateResult res;
+
+	memset(&file, 0, sizeof(file));
+	file.magic = SF_NODES_MAGIC;
+	file.version = SF_NODES_VERSION;
+	file.system_identifier = GetSystemIdentifier();
+	memcpy(file.used, img->used, sizeof(file.used));
+	memcpy(file.retired, img->retired, sizeof(file.retired));
+	file.crc = sf_crc(&file, offsetof(SnowflakeNodesFile, crc));
+	res = sf_durable_write(SF_NODES_TMP_FILE, SF_NODES_FILE, &file, sizeof(file));
+	if (!res.ok)
+		res.step = (SnowflakeWriteStep) (res.step | SF_STEP_NODES_FILE);
+	return res;
 }

@@ -1,0 +1,218 @@
+# 488_retired_nodes.pl: a copy adopted as a NEW server never issues IDs under
+# the nodes the data directory it was copied from issued IDs under (outside
+# attack on issue 19, rounds 7-8).  The copy carried the original's node ids
+# in its catalog (a function's SET clause: 60,745 duplicate IDs) or got them
+# from applications (PGOPTIONS, SET, set_config()); none of these can all be
+# found by inspecting settings.  The node state now remembers, in
+# snowflake.nodes, the nodes its owner issued IDs under; an adoption by hand
+# as a new server (its configured node not among them) retires them.
+#
+# Also: a replacement (same node) retires nothing; a copy of an adopted copy
+# keeps the retired nodes and retires the copy's own; snowflake.failover_adopt
+# retires nothing; a damaged snowflake.nodes fails closed, and its hint works.
+
+use strict;
+use warnings FATAL => 'all';
+
+use FindBin;
+use lib $FindBin::RealBin;
+
+use PostgreSQL::Test::Utils;
+use SnowflakeTest;
+use Test::More;
+
+# snowflake.nodes: magic, version, system identifier, used[1024 bits], retired[1024 bits], crc, pad.
+sub nodes_file
+{
+	my ($t) = @_;
+	my $path = $t->data_dir . '/snowflake.nodes';
+	my $none = { used => '(no file)', retired => '(no file)' };
+	open my $fh, '<:raw', $path or return $none;
+	local $/;
+	my $bytes = <$fh>;
+	close $fh;
+	return $none unless defined $bytes && length($bytes) == 280;
+	my $bits = sub {
+		my ($off) = @_;
+		my @n;
+		my $v = unpack('b*', substr($bytes, $off, 128));
+		for my $i (0 .. 1023) { push @n, sprintf('%d/%d', int($i / 32), $i % 32) if substr($v, $i, 1) eq '1'; }
+		return join(',', @n);
+	};
+	return { used => $bits->(16), retired => $bits->(144) };
+}
+
+# Poll (no timing assertion) until snowflake.nodes records used = $want.
+sub wait_used
+{
+	my ($t, $want) = @_;
+	for (1 .. 600)
+	{
+		my $f = nodes_file($t);
+		return 1 if $f->{used} eq $want;
+		$t->query('SELECT pg_sleep(0.1)');
+	}
+	return 0;
+}
+
+my $gen = q{CREATE FUNCTION gen() RETURNS bigint LANGUAGE sql SET snowflake.machine_id = 2 AS 'SELECT snowflake_next()'};
+
+# O: the original, 1/1, and 1/2 through a function's SET clause.
+my $o = SnowflakeTest->new('original', allows_streaming => 1);
+$o->start;
+$o->query('CREATE EXTENSION snowflake');
+$o->query($gen);
+$o->ids('SELECT snowflake_next() FROM generate_series(1, 100)', 'original 1/1', count => 100);
+$o->ids('SELECT gen() FROM generate_series(1, 100)', 'original 1/2 through gen()', count => 100);
+ok(wait_used($o, '1/1,1/2'), "the original's snowflake.nodes records 1/1 and 1/2 as used")
+  or diag(explain(nodes_file($o)));
+is(nodes_file($o)->{retired}, '', 'the original retired nothing');
+$o->node->backup('ob');
+
+# C: the copy made a NEW server, 1/3 in its configuration files, adopted by hand.
+my $c = SnowflakeTest->new('copy', from_backup => [ $o, 'ob' ], standby => 0, id_key => 'original',
+	conf => 'snowflake.machine_id = 3');
+$c->start;
+$c->next_refused('the copy before adoption', undef, message => qr/is a copy/);
+is($c->query('SELECT snowflake_adopt_state()'), 't', 'the copy adopted by hand as a new server (1/3)');
+like(slurp_file($c->node->logfile), qr/retired datacenter 1, machine 1; datacenter 1, machine 2/,
+	'the log line names the retired nodes');
+my $retired = qr/^snowflake_next\(\) refused: datacenter 1, machine \d is retired on this server$/;
+my $r = $c->refused('SELECT gen()', 'the copy: gen() (1/2 from the carried SET clause)', message => $retired);
+like($r->{detail}, qr/adopted as a new server/, 'the detail says why');
+like($r->{hint}, qr/SET clause/, 'the hint names where the setting came from');
+$c->next_refused('the copy: SET snowflake.machine_id = 1', 'SET snowflake.machine_id = 1;', message => $retired);
+$c->next_refused('the copy: set_config() to 1/1', q{SELECT set_config('snowflake.machine_id', '1', false);},
+	message => $retired);
+{
+	local $ENV{PGOPTIONS} = '-c snowflake.machine_id=1';
+	$c->next_refused('the copy: PGOPTIONS -c snowflake.machine_id=1', undef, message => $retired);
+}
+my $id = $c->next_id('the copy issues as 1/3');
+is(SnowflakeTest::id_machine($id), 3, 'as machine 3');
+$id = $c->next_id('the copy issues as 1/4, a node never used', 'SET snowflake.machine_id = 4;');
+is(SnowflakeTest::id_machine($id), 4, 'as machine 4');
+ok(wait_used($c, '1/3,1/4'), "the copy's snowflake.nodes records its own used nodes") or diag(explain(nodes_file($c)));
+is(nodes_file($c)->{retired}, '1/1,1/2', 'and the retired ones');
+$c->restart;
+$c->refused('SELECT gen()', 'the copy after a restart: gen()', message => $retired);
+$c->next_refused('the copy after a restart: 1/1', 'SET snowflake.machine_id = 1;', message => $retired);
+$c->next_id('the copy after a restart issues as 1/3');
+
+# A failed write of snowflake.nodes (a directory planted at its temporary file): one WARNING, generation goes on,
+# and the writer records the node once it can.
+mkdir($c->data_dir . '/snowflake.nodes.tmp') or die "mkdir: $!";
+chmod(0777, $c->data_dir . '/snowflake.nodes.tmp');
+my $at = -s $c->node->logfile;
+$c->ids('SET snowflake.machine_id = 7; SELECT snowflake_next() FROM generate_series(1, 10)',
+	'the copy issues as 1/7 while snowflake.nodes cannot be written', count => 10);
+ok($c->node->wait_for_log(qr/WARNING:  could not create snowflake node file "snowflake\.nodes\.tmp"/, $at),
+	'the failed write is logged as a WARNING');
+is(nodes_file($c)->{used}, '1/3,1/4', 'the file is unchanged while it cannot be written');
+$c->ids('SET snowflake.machine_id = 7; SELECT snowflake_next() FROM generate_series(1, 10)',
+	'the copy goes on issuing as 1/7', count => 10);
+rmdir($c->data_dir . '/snowflake.nodes.tmp') or die "rmdir: $!";
+ok(wait_used($c, '1/3,1/4,1/7'), 'once it can, the writer records 1/7') or diag(explain(nodes_file($c)));
+ok($c->node->wait_for_log(qr/snowflake node file "snowflake\.nodes" written again/, $at), 'and logs that it is written again');
+my $warnings = () = substr(slurp_file($c->node->logfile), $at) =~ /could not create snowflake node file/g;
+is($warnings, 1, 'one WARNING for the episode');
+
+# C3: a copy of the adopted copy, made a new server (1/5): retires C's used, keeps O's retired.
+$c->node->backup('cb');
+my $c3 = SnowflakeTest->new('copy3', from_backup => [ $c, 'cb' ], standby => 0, id_key => 'original',
+	conf => 'snowflake.machine_id = 5');
+$c3->start;
+is($c3->query('SELECT snowflake_adopt_state()'), 't', 'the copy of the copy adopted as a new server (1/5)');
+is(nodes_file($c3)->{retired}, '1/1,1/2,1/3,1/4,1/7', "it retired the copy's used nodes and kept the original's retired ones");
+for my $m (1 .. 4)
+{
+	$c3->next_refused("the copy of the copy: 1/$m", "SET snowflake.machine_id = $m;", message => $retired);
+}
+$c3->next_id('the copy of the copy issues as 1/5');
+$c3->stop;
+
+# Damaged snowflake.nodes: generation refuses; the hint (stop, remove, start) works where it is right (C3 stopped
+# for good, and O is a server that was never adopted as a new one).
+$o->stop;
+{
+	my $path = $o->data_dir . '/snowflake.nodes';
+	open my $fh, '+<:raw', $path or die "open $path: $!";
+	seek($fh, 40, 0);
+	my $b;
+	read($fh, $b, 1);
+	seek($fh, 40, 0);
+	print $fh chr(ord($b) ^ 0x55);
+	close $fh;
+}
+$o->start;
+$r = $o->next_refused('the original with a damaged snowflake.nodes', undef,
+	sqlstate => 'XX001', message => qr/^snowflake node file "snowflake\.nodes" is damaged$/);
+like($r->{detail}, qr/checksum/, 'the detail says what is wrong');
+like($r->{hint}, qr/remove it/, 'the hint says what to do');
+$o->stop;
+unlink($o->data_dir . '/snowflake.nodes') or die "unlink: $!";
+$o->start;
+$o->next_id('the original after removing the damaged file');
+# Unreadable (EACCES): refuses too, until it can be read.
+$o->stop;
+chmod(0, $o->data_dir . '/snowflake.nodes') or die "chmod: $!";
+$o->start;
+$r = $o->next_refused('the original with an unreadable snowflake.nodes', undef,
+	sqlstate => '58030', message => qr/^could not read snowflake node file "snowflake\.nodes"$/);
+like($r->{detail}, qr/Permission denied/, 'the detail says why it could not be read');
+$o->stop;
+chmod(0600, $o->data_dir . '/snowflake.nodes') or die "chmod: $!";
+$o->start;
+$o->next_id('the original once the file can be read again');
+$o->stop;
+
+# Replacement: C2 keeps 1/1 (the original is stopped); nothing is retired, gen() issues 1/2.
+my $c2 = SnowflakeTest->new('copy2', from_backup => [ $o, 'ob' ], standby => 0, id_key => 'original');
+$c2->start;
+is($c2->query('SELECT snowflake_adopt_state()'), 't', 'the replacement adopted by hand (1/1)');
+is(nodes_file($c2)->{retired}, '', 'a replacement retires nothing');
+$id = $c2->ids('SELECT gen()', 'the replacement: gen()', count => 1);
+$c2->stop;
+
+# A copy whose snowflake.nodes is damaged cannot be adopted by hand: which nodes to retire is unknown.
+my $c4 = SnowflakeTest->new('copy4', from_backup => [ $o, 'ob' ], standby => 0, id_key => 'original',
+	conf => 'snowflake.machine_id = 6');
+{
+	my $path = $c4->data_dir . '/snowflake.nodes';
+	open my $fh, '+<:raw', $path or die "open $path: $!";
+	print $fh 'XXXX';
+	close $fh;
+}
+$c4->start;
+$r = $c4->refused('SELECT snowflake_adopt_state()', 'adopting by hand with a damaged snowflake.nodes', sqlstate => 'XX001',
+	message => qr/^snowflake node file "snowflake\.nodes" is damaged$/);
+like($r->{detail}, qr/bad magic number/, 'the detail says what is wrong');
+is($c4->query('SELECT state FROM snowflake_state()'), 'copy', 'the data directory stays a copy');
+$c4->stop;
+
+# failover_adopt: a standby of O promoted after O stops retires nothing, also where O issued IDs only under a
+# node other than the one it runs as (1/2 through gen(), never 1/1), which an adoption by hand would take for a
+# new server.  O's file is removed while it is stopped (O was never adopted as a new server): it starts afresh.
+unlink($o->data_dir . '/snowflake.nodes') or die "unlink: $!";
+$o->start;
+$o->ids('SELECT gen() FROM generate_series(1, 10)', 'the original, only 1/2 through gen()', count => 10);
+ok(wait_used($o, '1/2'), "the original's snowflake.nodes records only 1/2") or diag(explain(nodes_file($o)));
+$o->node->backup('ob2');
+my $s = SnowflakeTest->new('standby', from_backup => [ $o, 'ob2' ], id_key => 'original',
+	conf => 'snowflake.failover_adopt = on');
+$s->start;
+is(nodes_file($s)->{used}, '1/2', "the standby's snowflake.nodes came with its base backup");
+$o->ids('SELECT gen()', 'the original before the failover: gen()', count => 1);
+$o->node->wait_for_catchup($s->node);
+$s->wait_witness;
+$o->stop;
+$s->node->promote;
+$s->node->poll_query_until('postgres', 'SELECT NOT pg_is_in_recovery()');
+$s->next_id('the promoted standby issues as 1/1');
+$s->ids('SELECT gen()', 'the promoted standby (failover_adopt): gen() issues 1/2', count => 1);
+is(nodes_file($s)->{retired}, '', 'failover_adopt retired nothing');
+unlike(slurp_file($s->node->logfile), qr/adopted as a new server/, 'and logged no retirement');
+ok(wait_used($s, '1/1,1/2'), 'the promoted standby records its used nodes') or diag(explain(nodes_file($s)));
+
+SnowflakeTest::summary();
+done_testing();
