@@ -388,7 +388,8 @@ sf_refuse_carried_node_settings(void)
  * Refuse a hand adoption while prepared transactions wait (round 8, F3): one
  * that came with the copy may commit the original's catalog changes (node
  * settings, for one) after the adoption checked the catalog.  The query names
- * only pg_catalog objects.
+ * only pg_catalog objects, and reads no table (the function reads the shared
+ * memory of two-phase commit): under a stalled disk it must not wait on one.
  */
 static void
 sf_refuse_prepared_transactions(void)
@@ -398,7 +399,7 @@ sf_refuse_prepared_transactions(void)
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	if (SPI_execute("SELECT pg_catalog.count(*) FROM pg_catalog.pg_prepared_xacts", true, 1) != SPI_OK_SELECT ||
+	if (SPI_execute("SELECT pg_catalog.count(*) FROM pg_catalog.pg_prepared_xact()", true, 1) != SPI_OK_SELECT ||
 		SPI_processed != 1)
 		elog(ERROR, "could not count the prepared transactions");
 	waiting = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
@@ -488,6 +489,11 @@ snowflake_state(PG_FUNCTION_ARGS)
 		state = "unreadable";
 	else if (sf_shared->status != SF_STATE_OK)
 		state = "damaged";
+	/* Round 10: snowflake.nodes stops generation too: say so. */
+	else if (sf_shared->nodes_status == SF_STATE_UNREADABLE)
+		state = "unreadable";
+	else if (sf_shared->nodes_status != SF_STATE_OK)
+		state = "damaged";
 	else if (sf_shared->copied)
 		state = "copy";
 	else
@@ -496,6 +502,8 @@ snowflake_state(PG_FUNCTION_ARGS)
 
 	if (sf_shared->status != SF_STATE_OK)
 		values[1] = CStringGetTextDatum(sf_shared->message);
+	else if (sf_shared->nodes_status != SF_STATE_OK)
+		values[1] = CStringGetTextDatum(psprintf("snowflake node file \"%s\": %s", SF_NODES_FILE, sf_shared->nodes_message));
 	else if (sf_shared->copied)
 	{
 		/* Round 9: an adoption under way is no invitation to adopt again. */

@@ -411,7 +411,8 @@ sf_nodes_refuse(const char *caller)
 					   "retired when it was adopted as a new server); %s refuses until it can be read.",
 					   sf_shared->nodes_message, caller),
 			 errhint("If it could not be read, fix its permissions or the storage, then restart the server. "
-					 "If it is damaged, stop the server and put back a good copy; remove it instead (while the server is stopped) only if "
+					 "If it is damaged, stop the server and put back a copy of this data directory's own file written after its last adoption "
+					 "(an older one, or the original's, lacks the nodes retired since); remove it instead (while the server is stopped) only if "
 					 "this data directory was never adopted as a new server with snowflake_adopt_state() (nor was any it was copied from), "
 					 "since it lists nodes this server must not issue.")));
 }
@@ -1579,6 +1580,7 @@ sf_mark_replayed(uint64 mark_tick, const SnowflakeIdentity *writer, uint32 write
 static SnowflakeStateResult
 sf_adopt_write(SnowflakeIdentity *old_owner, bool by_hand, SnowflakeNodesImage *retired_now)
 {
+	SnowflakeNodesImage before;
 	SnowflakeStateImage img;
 	SnowflakeStateResult res = {true, 0, SF_STEP_NONE};
 
@@ -1586,6 +1588,8 @@ sf_adopt_write(SnowflakeIdentity *old_owner, bool by_hand, SnowflakeNodesImage *
 	if (!sf_shared->copied)
 		return res;
 	*old_owner = sf_shared->owner;
+	memcpy(before.used, sf_shared->nodes_used, sizeof(before.used));
+	memcpy(before.retired, sf_shared->nodes_retired, sizeof(before.retired));
 
 	/* Shown by snowflake_state() as a write in progress (round 9). */
 	pg_atomic_write_u64(&sf_shared->write_started, (uint64) Max(sf_mono_ns(), 1));
@@ -1623,6 +1627,21 @@ sf_adopt_write(SnowflakeIdentity *old_owner, bool by_hand, SnowflakeNodesImage *
 		img.owner = sf_shared->self;
 		img.timeline = sf_timeline_now();
 		res = sf_statefile_write(&img);
+		/*
+		 * Round 10, F7: the adoption failed, the directory stays a copy, and
+		 * must not keep nodes retired by it: a later adoption as the
+		 * original's replacement would refuse them for good.  Put the sets
+		 * back (if that write fails too, they stay retired: fail closed).
+		 */
+		if (!res.ok && sf_nodes_any(retired_now->retired) && sf_nodes_write(&before).ok)
+		{
+			memcpy(sf_shared->nodes_used, before.used, sizeof(sf_shared->nodes_used));
+			memcpy(sf_shared->nodes_retired, before.retired, sizeof(sf_shared->nodes_retired));
+			for (int n = 0; n < SF_NODE_COUNT; n++)
+				pg_atomic_write_u32(&sf_shared->slots[n].slot.retired,
+									SF_NODE_BIT(before.retired, n) ? SF_RETIRED_YES : SF_RETIRED_NO);
+			memset(retired_now, 0, sizeof(*retired_now));
+		}
 	}
 	pg_atomic_write_u64(&sf_shared->write_started, 0);
 	if (res.ok)

@@ -149,6 +149,10 @@ $r = $o->next_refused('the original with a damaged snowflake.nodes', undef,
 	sqlstate => 'XX001', message => qr/^snowflake node file "snowflake\.nodes" is damaged$/);
 like($r->{detail}, qr/checksum/, 'the detail says what is wrong');
 like($r->{hint}, qr/remove it/, 'the hint says what to do');
+like($r->{hint}, qr/put back a copy of this data directory's own file written after its last adoption/,
+	'a copy to put back must postdate the last adoption (round 10, F3: the original\'s file undid the retirement)');
+like($o->query("SELECT state || ' ' || detail FROM snowflake_state()"), qr/^damaged snowflake node file "snowflake\.nodes": .*checksum/,
+	'snowflake_state() says damaged, naming the node file (round 10, F8: it said ok)');
 $o->stop;
 unlink($o->data_dir . '/snowflake.nodes') or die "unlink: $!";
 $o->start;
@@ -160,6 +164,7 @@ $o->start;
 $r = $o->next_refused('the original with an unreadable snowflake.nodes', undef,
 	sqlstate => '58030', message => qr/^could not read snowflake node file "snowflake\.nodes"$/);
 like($r->{detail}, qr/Permission denied/, 'the detail says why it could not be read');
+is($o->query('SELECT state FROM snowflake_state()'), 'unreadable', 'snowflake_state() says unreadable');
 $o->stop;
 chmod(0600, $o->data_dir . '/snowflake.nodes') or die "chmod: $!";
 $o->start;
@@ -187,8 +192,26 @@ $c4->start;
 $r = $c4->refused('SELECT snowflake_adopt_state()', 'adopting by hand with a damaged snowflake.nodes', sqlstate => 'XX001',
 	message => qr/^snowflake node file "snowflake\.nodes" is damaged$/);
 like($r->{detail}, qr/bad magic number/, 'the detail says what is wrong');
-is($c4->query('SELECT state FROM snowflake_state()'), 'copy', 'the data directory stays a copy');
+is($c4->query('SELECT state FROM snowflake_state()'), 'damaged', 'snowflake_state() says damaged (the node file)');
 $c4->stop;
+
+# Round 10, F7: an adoption as a new server that fails (the state file cannot be written) retires nothing:
+# the same directory adopted afterwards as the original's replacement issues its nodes.
+my $c5 = SnowflakeTest->new('copy5', from_backup => [ $o, 'ob' ], standby => 0, id_key => 'original',
+	conf => 'snowflake.machine_id = 7');
+$c5->start;
+mkdir($c5->data_dir . '/snowflake.state.tmp') or die "mkdir: $!";
+$c5->refused('SELECT snowflake_adopt_state()', 'adopting as a new server while the state file cannot be written',
+	sqlstate => '42809', message => qr/snowflake state file/);
+is(nodes_file($c5)->{retired}, '', 'the failed adoption retired nothing in snowflake.nodes');
+is($c5->query('SELECT state FROM snowflake_state()'), 'copy', 'and the directory stays a copy');
+rmdir($c5->data_dir . '/snowflake.state.tmp') or die "rmdir: $!";
+$c5->query('ALTER SYSTEM SET snowflake.machine_id = 1');
+$c5->query('SELECT pg_reload_conf()');
+ok($c5->node->poll_query_until('postgres', 'SHOW snowflake.machine_id', '1'), 'configured as the original (1/1)');
+is($c5->query('SELECT snowflake_adopt_state()'), 't', 'adopted as the replacement');
+$c5->ids('SELECT gen()', 'the replacement after a failed new-server adoption: gen() (1/2)', count => 1);
+$c5->stop;
 
 # failover_adopt: a standby of O promoted after O stops retires nothing, also where O issued IDs only under a
 # node other than the one it runs as (1/2 through gen(), never 1/1), which an adoption by hand would take for a
