@@ -178,19 +178,22 @@ sf_unreadable(char *why, size_t whylen, const char *what, int save_errno)
 }
 
 /*
- * Open path for reading, as a regular file (*fd).  SF_READ_MISSING: there is
- * none; SF_READ_UNREADABLE: it is there but could not be opened, or is not a
- * regular file (what names what the caller wants put back); why says what.
+ * Read path, a regular file, into buf: at most size bytes (*len: how many).
+ * SF_READ_MISSING: there is none; SF_READ_UNREADABLE: it is there but could
+ * not be opened or read, or is not a regular file (what names what the caller
+ * wants put back); why says what.
  */
 static SnowflakeReadStatus
-sf_open_regular(const char *path, int *fd, const char *what, char *why, size_t whylen)
+sf_read_regular(const char *path, const char *what, char *buf, size_t size, ssize_t *len,
+				char *why, size_t whylen)
 {
 	struct stat st;
+	int			fd;
 	int			save_errno;
 
 	/* O_NONBLOCK: a FIFO planted in its place must not block the open (F8). */
-	*fd = BasicOpenFile(path, O_RDONLY | O_NONBLOCK | PG_BINARY);
-	if (*fd < 0)
+	fd = BasicOpenFile(path, O_RDONLY | O_NONBLOCK | PG_BINARY);
+	if (fd < 0)
 	{
 		save_errno = errno;
 		/* A dangling symbolic link is a file that cannot be read, not no file. */
@@ -198,19 +201,24 @@ sf_open_regular(const char *path, int *fd, const char *what, char *why, size_t w
 			return SF_READ_MISSING;
 		return sf_unreadable(why, whylen, "open", save_errno);
 	}
-	if (fstat(*fd, &st) != 0)
+	if (fstat(fd, &st) != 0)
 	{
 		save_errno = errno;
-		close(*fd);
+		close(fd);
 		return sf_unreadable(why, whylen, "stat", save_errno);
 	}
 	if (!S_ISREG(st.st_mode))
 	{
-		close(*fd);
+		close(fd);
 		snprintf(why, whylen, "It is not a regular file (a FIFO, device or directory); remove what is there and "
 				 "put back %s.", what);
 		return SF_READ_UNREADABLE;
 	}
+	*len = read(fd, buf, size);
+	save_errno = errno;
+	close(fd);
+	if (*len < 0)
+		return sf_unreadable(why, whylen, "read", save_errno);
 	return SF_READ_OK;
 }
 
@@ -232,20 +240,12 @@ sf_statefile_read_path(const char *path, bool any_system, SnowflakeStateImage *i
 	uint32		version;
 	uint64		sysid;
 	ssize_t		len;
-	int			fd;
-	int			save_errno;
 
 	memset(img, 0, sizeof(*img));
-	st = sf_open_regular(path, &fd, "the state file", why, whylen);
+	/* Read one byte more than the largest layout, to notice a file that is too long. */
+	st = sf_read_regular(path, "the state file", buf, sizeof(buf), &len, why, whylen);
 	if (st != SF_READ_OK)
 		return st;
-
-	/* Read one byte more than the largest layout, to notice a file that is too long. */
-	len = read(fd, buf, sizeof(buf));
-	save_errno = errno;
-	close(fd);
-	if (len < 0)
-		return sf_unreadable(why, whylen, "read", save_errno);
 	if (len < (ssize_t) (2 * sizeof(uint32)))
 		return sf_damaged(why, whylen, "It is %zd bytes long, expected %zu.", len, sizeof(SnowflakeStateFile));
 
@@ -599,18 +599,11 @@ sf_nodes_read(SnowflakeNodesImage *img, char *why, size_t whylen)
 	char		buf[sizeof(SnowflakeNodesFile) + 1];
 	SnowflakeReadStatus st;
 	ssize_t		len;
-	int			fd;
-	int			save_errno;
 
 	memset(img, 0, sizeof(*img));
-	st = sf_open_regular(SF_NODES_FILE, &fd, "the node file", why, whylen);
+	st = sf_read_regular(SF_NODES_FILE, "the node file", buf, sizeof(buf), &len, why, whylen);
 	if (st != SF_READ_OK)
 		return st;
-	len = read(fd, buf, sizeof(buf));
-	save_errno = errno;
-	close(fd);
-	if (len < 0)
-		return sf_unreadable(why, whylen, "read", save_errno);
 	if (len != sizeof(file))
 		return sf_damaged(why, whylen, "It is %zd bytes long, expected %zu.", len, sizeof(file));
 	memcpy(&file, buf, sizeof(file));
