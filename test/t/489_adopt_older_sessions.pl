@@ -102,7 +102,32 @@ $c->query('ALTER ROLE bob IN DATABASE postgres RESET snowflake.datacenter_id');
 $c->refused('SELECT snowflake_adopt_state()', 'adopting while a prepared transaction waits',
 	message => qr/^snowflake_adopt_state\(\) refused: 1 prepared transactions wait$/);
 $c->query(q{ROLLBACK PREPARED 'xa1'});
-is($c->query('SELECT snowflake_adopt_state()'), 't', 'adopted once they are removed and the prepared transaction ended');
+# The adoption's checks run as the superuser who calls it: a low-privileged role plants
+# look-alikes of what the prepared-transaction count uses, and the caller's search_path puts
+# public first; none of them runs.
+$c->query(q{CREATE ROLE mallory LOGIN;
+GRANT CREATE ON SCHEMA public TO mallory;
+CREATE TABLE public.planted (who text);
+GRANT INSERT ON public.planted TO mallory;});
+$c->query(q{SET ROLE mallory;
+CREATE FUNCTION public.pg_prepared_xact(OUT transaction xid, OUT gid text, OUT prepared timestamptz,
+		OUT ownerid oid, OUT dbid oid) RETURNS SETOF record LANGUAGE plpgsql AS $$
+BEGIN
+	INSERT INTO public.planted VALUES ('pg_prepared_xact as ' || current_user);
+	EXECUTE 'ALTER ROLE mallory SUPERUSER';
+	RETURN;
+END $$;
+CREATE FUNCTION public.evil_count(int8) RETURNS int8 LANGUAGE plpgsql AS $$
+BEGIN
+	INSERT INTO public.planted VALUES ('count as ' || current_user);
+	EXECUTE 'ALTER ROLE mallory SUPERUSER';
+	RETURN $1;
+END $$;
+CREATE AGGREGATE public.count(*) (SFUNC = public.evil_count, STYPE = int8, INITCOND = '0');});
+is($c->query("SET search_path = public, pg_catalog;\nSELECT snowflake_adopt_state()"), 't',
+	'adopted once they are removed and the prepared transaction ended (search_path public first)');
+is($c->query('SELECT count(*) FROM public.planted'), '0', 'no planted function or aggregate ran in the adoption');
+is($c->query(q{SELECT rolsuper FROM pg_roles WHERE rolname = 'mallory'}), 'f', 'and the planting role is no superuser');
 
 # The original goes on issuing its nodes' IDs.
 $o->ids('SELECT snowflake_next() FROM generate_series(1, 1000)', 'original after the copy adopted', count => 1000);
