@@ -58,8 +58,7 @@ $s->restart;
 # hour behind the primary's, is then promoted.
 $s->wait_witness;
 $p->kill9;
-$s->node->promote;
-$s->node->poll_query_until('postgres', 'SELECT NOT pg_is_in_recovery()');
+$s->promote;
 
 my $r = $s->next_refused('promoted standby, clock an hour behind the old primary',
 	'SET snowflake.max_wait_ms = 500;', message => qr/clock is behind the IDs already issued/);
@@ -79,8 +78,7 @@ like(slurp_file($s->node->logfile), qr/snowflake node state adopted by this data
 	'failover_adopt adopted the node state on the first ID');
 
 # The other standby: a copy, promoted without failover_adopt.
-$s2->node->promote;
-$s2->node->poll_query_until('postgres', 'SELECT NOT pg_is_in_recovery()');
+$s2->promote;
 $s2->next_refused('promoted copy without failover_adopt', undef,
 	message => qr/this data directory is a copy/);
 is($s2->query('SELECT snowflake_adopt_state()'), 't', 'the copy is adopted by hand');

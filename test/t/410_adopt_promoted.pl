@@ -81,8 +81,7 @@ my $max = $p->query('SELECT max(id) FROM t');
 $p->node->wait_for_catchup($s->node, 'replay');
 $p->kill9;
 $s->wait_witness;
-$s->node->promote;
-$s->node->poll_query_until('postgres', 'SELECT NOT pg_is_in_recovery()');
+$s->promote;
 is(file_timeline($s), 1, 'before its first ID the promoted standby\'s file still records timeline 1 (replayed)');
 my @ids = $s->ids('SELECT snowflake_next() FROM generate_series(1, 1000)', 'promoted standby, failover_adopt = on',
 	count => 1000);

@@ -229,8 +229,7 @@ $o->query('ALTER DATABASE app SET snowflake.machine_id = 5');
 $o->ids("\\c app\nSELECT snowflake_next() FROM generate_series(1, 100)", 'original in app, machine 5', count => 100);
 $o->node->wait_for_catchup($s->node, 'replay');
 $o->stop;
-$s->node->promote;
-$s->node->poll_query_until('postgres', 'SELECT NOT pg_is_in_recovery()');
+$s->promote;
 @ids = grep { /^\d+$/ } split /\n/, $b1->query_safe('SELECT snowflake_next() FROM generate_series(1, 10)');
 $s->_check_recorded('promoted standby, session from before the promotion', @ids);
 is(scalar(grep { SnowflakeTest::id_machine($_) == 1 } @ids), 10,

@@ -44,16 +44,14 @@ $p->query('SELECT count(*) FROM snowflake_next_n(100000)');
 $d->wait_witness;
 pass('D witnessed the owner P through C');
 
-$c->node->promote;
-ok($c->node->poll_query_until('postgres', 'SELECT NOT pg_is_in_recovery()'), 'C promoted');
+$c->promote('C promoted');
 $c->next_refused('C promoted with failover_adopt off', undef, sqlstate => '55000',
 	message => qr/this data directory is a copy of the one that owns the node state/);
 ok($d->node->poll_query_until('postgres', 'SELECT received_tli = 2 FROM pg_stat_wal_receiver'),
 	'D follows C onto timeline 2, from the same host and port');
 $c->query('CREATE TABLE on_c AS SELECT 1 AS x');
 ok($d->node->poll_query_until('postgres', "SELECT to_regclass('on_c') IS NOT NULL"), 'D replayed C\'s new timeline');
-$d->node->promote;
-ok($d->node->poll_query_until('postgres', 'SELECT NOT pg_is_in_recovery()'), 'D promoted');
+$d->promote('D promoted');
 $d->next_refused('D, promoted after its upstream C was promoted and refused', undef, sqlstate => '55000',
 	message => qr/this data directory is a copy of the one that owns the node state/);
 is($d->query('SELECT state FROM snowflake_state()'), 'copy', 'D stays a copy: its evidence of P came from before the switch');
@@ -80,8 +78,7 @@ $d2->start;
 ok($d2->node->poll_query_until('postgres', "SELECT status = 'streaming' FROM pg_stat_wal_receiver"), 'D2 streams from C2');
 $p->query('SELECT count(*) FROM snowflake_next_n(100000)');
 $d2->wait_witness;
-$c2->node->promote;
-ok($c2->node->poll_query_until('postgres', 'SELECT NOT pg_is_in_recovery()'), 'C2 promoted');
+$c2->promote('C2 promoted');
 $c2->query('ALTER SYSTEM SET snowflake.machine_id = 2');
 $c2->query('SELECT pg_reload_conf()');
 ok($c2->node->poll_query_until('postgres', "SELECT current_setting('snowflake.machine_id') = '2'"), 'C2 runs as machine 2');
@@ -90,8 +87,7 @@ my $c2_first = $c2->query('SELECT snowflake_next()');
 is(SnowflakeTest::id_machine($c2_first), 2, 'C2 issues machine 2\'s IDs');
 ok($d2->node->poll_query_until('postgres', 'SELECT received_tli = 2 FROM pg_stat_wal_receiver'), 'D2 follows C2 onto timeline 2');
 $c2->node->wait_for_catchup($d2->node, 'replay', $c2->node->lsn('insert'));
-$d2->node->promote;
-ok($d2->node->poll_query_until('postgres', 'SELECT NOT pg_is_in_recovery()'), 'D2 promoted');
+$d2->promote('D2 promoted');
 $d2->next_refused('D2, configured as P\'s node, promoted after its upstream became machine 2', undef, sqlstate => '55000',
 	message => qr/the owner of the node state ran as datacenter 1, machine 2, and this server is configured as datacenter 1, machine 1/);
 is($d2->query('SELECT state FROM snowflake_state()'), 'copy', 'D2 stays a copy');
@@ -148,16 +144,14 @@ $p->node->wait_for_catchup($s1->node, 'replay');
 $s1->node->wait_for_catchup($s2->node, 'replay', $p->node->lsn('flush'));
 $p->kill9;
 
-$s1->node->promote;
-ok($s1->node->poll_query_until('postgres', 'SELECT NOT pg_is_in_recovery()'), 'S1 promoted');
+$s1->promote('S1 promoted');
 $s1->ids('SELECT snowflake_next() FROM generate_series(1, 1000)', 'S1 adopts after P died', count => 1000);
 is($s1->query('SELECT state FROM snowflake_state()'), 'ok', 'S1 owns the node state');
 ok($s2->node->poll_query_until('postgres', 'SELECT received_tli = 2 FROM pg_stat_wal_receiver'), 'S2 follows S1 onto timeline 2');
 $s1->node->wait_for_catchup($s2->node, 'replay');
 $s1->kill9;
 
-$s2->node->promote;
-ok($s2->node->poll_query_until('postgres', 'SELECT NOT pg_is_in_recovery()'), 'S2 promoted');
+$s2->promote('S2 promoted');
 $s2->ids('SELECT snowflake_next() FROM generate_series(1, 1000)', 'S2 adopts after S1 died: S1\'s record reached it on timeline 2',
 	count => 1000);
 is($s2->query('SELECT state FROM snowflake_state()'), 'ok', 'S2 owns the node state');

@@ -62,8 +62,7 @@ open my $fh, '>', $s->data_dir . '/standby.signal' or die;
 close $fh;
 $s->start;
 is($s->query('SELECT pg_is_in_recovery()'), 't', 'the copy runs in standby mode, with no primary');
-$s->node->promote;
-ok($s->node->poll_query_until('postgres', 'SELECT NOT pg_is_in_recovery()'), 'promoted');
+$s->promote('promoted');
 refuses_as_copy($s, 'a promoted copy that never streamed');
 $s->stop;
 
@@ -76,8 +75,7 @@ for (1 .. 100 * $PostgreSQL::Test::Utils::timeout_default) { last if -e $w; sele
 ok(-e $w, 'the writer witnessed the streaming standby');
 $p->node->wait_for_catchup($c->node);
 $p->stop;
-$c->node->promote;
-ok($c->node->poll_query_until('postgres', 'SELECT NOT pg_is_in_recovery()'), 'the standby promoted');
+$c->promote('the standby promoted');
 is($c->query('SELECT state FROM snowflake_state()'), 'copy', 'no ID asked for yet: copy');
 $c->node->backup('c');
 my $d = SnowflakeTest->new('copy_of_promoted', from_backup => [ $c, 'c' ], standby => 0, clock => 'shim');

@@ -49,8 +49,7 @@ $t->node->wait_for_catchup($c->node);
 my $w = $c->data_dir . '/snowflake.standby';
 for (1 .. 100) { last if -e $w; usleep(50_000); }
 ok(!-e $w, 'a standby of a refused copy writes no standby witness');
-$c->node->promote;
-ok($c->node->poll_query_until('postgres', 'SELECT NOT pg_is_in_recovery()'), 'C promoted');
+$c->promote('C promoted');
 my $r = $c->next_refused('the promoted standby of a copy', undef, sqlstate => '55000',
 	message => qr/this data directory is a copy of the one that owns the node state/);
 is($c->query('SELECT state FROM snowflake_state()'), 'copy', 'C stays a copy: failover_adopt did not adopt');
@@ -78,8 +77,7 @@ $p->node->wait_for_catchup($s5->node);
 $p->stop;
 
 $s4->restart;
-$s4->node->promote;
-ok($s4->node->poll_query_until('postgres', 'SELECT NOT pg_is_in_recovery()'), 'S4 promoted after a restart');
+$s4->promote('S4 promoted after a restart');
 ok(-e $s4->data_dir . '/snowflake.standby', 'S4 still has its witness file');
 $s4->next_refused('a standby restarted after its primary stopped, then promoted', undef, sqlstate => '55000',
 	message => qr/this data directory is a copy of the one that owns the node state/);
@@ -99,8 +97,7 @@ ok($s3->node->poll_query_until('postgres',
 		"SELECT status = 'streaming' AND sender_port = $t2_port FROM pg_stat_wal_receiver"), 'S3 streams from the copy T2');
 $t2->query('CREATE TABLE filler2 AS SELECT 1 AS x');
 ok($s3->node->poll_query_until('postgres', "SELECT to_regclass('filler2') IS NOT NULL"), 'S3 replayed T2\'s table');
-$s3->node->promote;
-ok($s3->node->poll_query_until('postgres', 'SELECT NOT pg_is_in_recovery()'), 'S3 promoted');
+$s3->promote('S3 promoted');
 $s3->next_refused('a standby re-pointed from the owner to a refused copy, then promoted', undef, sqlstate => '55000',
 	message => qr/this data directory is a copy of the one that owns the node state/);
 is($s3->query('SELECT state FROM snowflake_state()'), 'copy', 'S3 stays a copy: its evidence of the owner was stale');
@@ -122,8 +119,7 @@ ok($s5->node->poll_query_until('postgres',
 my $s5_log = -s $s5->node->logfile;
 $t2->stop;
 $s5->node->wait_for_log(qr/could not connect to the primary server/, $s5_log);
-$s5->node->promote;
-ok($s5->node->poll_query_until('postgres', 'SELECT NOT pg_is_in_recovery()'), 'S5 promoted');
+$s5->promote('S5 promoted');
 kill 'CONT', $s5_writer;
 $s5->next_refused('a standby re-pointed to a refused copy while its writer was stopped, then promoted', undef,
 	sqlstate => '55000', message => qr/this data directory is a copy of the one that owns the node state/);
@@ -154,8 +150,7 @@ $s1->node->wait_for_catchup($s2->node, 'replay', $p->node->lsn('flush'));
 $p->stop;
 $s1->stop;
 $s2->set_clock('+10');
-$s2->node->promote;
-ok($s2->node->poll_query_until('postgres', 'SELECT NOT pg_is_in_recovery()'), 'S2 promoted');
+$s2->promote('S2 promoted');
 my @ids = $s2->ids('SELECT snowflake_next() FROM generate_series(1, 1000)', 'the promoted cascading standby adopts', count => 1000);
 is($s2->query('SELECT state FROM snowflake_state()'), 'ok', 'S2 owns the node state');
 $s2->stop;

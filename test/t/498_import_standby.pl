@@ -57,8 +57,7 @@ cmp_ok($sb->state_file_mark + $SnowflakeTest::EPOCH_UNIX_MS, '>=', $old_max_ms,
 
 # Failover: the primary dies, the standby is promoted.
 $u->kill9;
-$sb->node->promote;
-ok($sb->node->poll_query_until('postgres', 'SELECT NOT pg_is_in_recovery()'), 'standby promoted');
+$sb->promote('standby promoted');
 $sb->next_refused('the promoted standby, clock an hour behind the imported mark', 'SET snowflake.max_wait_ms = 200;',
 	message => qr/clock is behind the IDs already issued/);
 $sb->set_clock('+1h');

@@ -582,6 +582,17 @@ SET parallel_leader_participation = off;
 };
 }
 
+# Promotes the standby and waits until it is out of recovery (checked: $what, or
+# "NAME promoted").
+sub promote
+{
+	my ($self, $what) = @_;
+	local $Test::Builder::Level = $Test::Builder::Level + 1;
+	$self->{node}->promote;
+	return ok($self->{node}->poll_query_until('postgres', 'SELECT NOT pg_is_in_recovery()'),
+		$what // "$self->{name} promoted");
+}
+
 # Waits until another backend is active in a statement matching $like (and
 # meets the extra SQL condition $cond, if given); returns its pid.
 sub wait_for_active
