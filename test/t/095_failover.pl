@@ -74,7 +74,7 @@ my @ids = $s->ids('SELECT snowflake_next() FROM generate_series(1, 1000)', 'prom
 cmp_ok($ids[0], '>', $max, 'the first ID after promotion is above every ID the old primary issued');
 is($s->query("INSERT INTO t SELECT snowflake_next() FROM generate_series(1, 1000) RETURNING 'x'") =~ tr/x//,
 	1000, 'new rows go into the replicated table without a key conflict');
-like(slurp_file($s->node->logfile), qr/snowflake node state adopted by this data directory/,
+ok($s->node->wait_for_log(qr/snowflake node state adopted by this data directory/),
 	'failover_adopt adopted the node state on the first ID');
 
 # The other standby: a copy, promoted without failover_adopt.

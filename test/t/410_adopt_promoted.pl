@@ -86,7 +86,7 @@ is(file_timeline($s), 1, 'before its first ID the promoted standby\'s file still
 my @ids = $s->ids('SELECT snowflake_next() FROM generate_series(1, 1000)', 'promoted standby, failover_adopt = on',
 	count => 1000);
 cmp_ok($ids[0], '>', $max, 'the promoted standby issues above its old primary\'s IDs');
-like(slurp_file($s->node->logfile), qr/snowflake node state adopted by this data directory/,
+ok($s->node->wait_for_log(qr/snowflake node state adopted by this data directory/),
 	'the promoted standby adopted the node state');
 is($s->query('SELECT state FROM snowflake_state()'), 'ok', 'and owns it now');
 is(file_timeline($s), 2, 'its state file records its new timeline, 2');

@@ -81,7 +81,7 @@ is($session_fsyncs, 0, 'the session made no fsync of its own');
 $bg->query_safe('SET snowflake.max_wait_ms = 60000');
 like($bg->query_safe('SELECT snowflake_adopt_state()'), qr/^[tf]$/, 'the disk back: the copy is adopted (by this call, or by the write the writer had begun)');
 ok($c->node->poll_query_until('postgres', 'SELECT state FROM snowflake_state()', 'ok'), 'and owns the node state');
-like(slurp_file($c->node->logfile), qr/snowflake node state adopted by this data directory/, 'the adoption is logged');
+ok($c->node->wait_for_log(qr/snowflake node state adopted by this data directory/), 'the adoption is logged');
 $c->ids('SELECT snowflake_next() FROM generate_series(1, 100)', 'the adopted copy, its own node', count => 100);
 $bg->quit;
 

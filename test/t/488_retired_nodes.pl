@@ -75,7 +75,7 @@ my $c = SnowflakeTest->new('copy', from_backup => [ $o, 'ob' ], standby => 0, id
 $c->start;
 $c->next_refused('the copy before adoption', undef, message => qr/is a copy/);
 is($c->query('SELECT snowflake_adopt_state()'), 't', 'the copy adopted by hand as a new server (1/3)');
-like(slurp_file($c->node->logfile), qr/retired datacenter 1, machine 1; datacenter 1, machine 2/,
+ok($c->node->wait_for_log(qr/retired datacenter 1, machine 1; datacenter 1, machine 2/),
 	'the log line names the retired nodes');
 my $retired = qr/^snowflake_next\(\) refused: datacenter 1, machine \d is retired on this server$/;
 my $r = $c->refused('SELECT gen()', 'the copy: gen() (1/2 from the carried SET clause)', message => $retired);
