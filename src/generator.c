@@ -387,7 +387,7 @@ sf_note_clock(SnowflakeSlot *slot, int node, uint64 seen, int64 now_ms)
  * Count a refusal; the SF_REFUSAL_STREAK-th in a row (no ID issued between)
  * makes one WARNING, written by the backend whose increment reached it.
  */
-static void
+void
 sf_count_refusal(SnowflakeSlot *slot, int node, const char *why)
 {
 	uint32		streak;
@@ -540,9 +540,18 @@ sf_reserve(int node, int64 count, const char *caller)
 
 	sf_check_can_generate(caller);
 	slot = &sf_shared->slots[node].slot;
-	/* A node retired here (snowflake.nodes), or none known not to be: the slot's cache line, no lock. */
+	/*
+	 * A node retired here (snowflake.nodes), none known not to be, or not
+	 * recorded as used yet (its first ID waits until the file holds it): the
+	 * slot's cache line, no lock.
+	 */
 	if (unlikely(pg_atomic_read_u32(&slot->retired) != SF_RETIRED_NO))
-		sf_refuse_retired(slot, node, caller);
+	{
+		if (pg_atomic_read_u32(&slot->retired) == SF_RETIRED_UNRECORDED)
+			sf_nodes_await(node, caller);
+		if (pg_atomic_read_u32(&slot->retired) != SF_RETIRED_NO)
+			sf_refuse_retired(slot, node, caller);
+	}
 
 	for (;;)
 	{

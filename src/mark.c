@@ -329,9 +329,6 @@ sf_report_write(int save_errno, SnowflakeWriteStep step, int elevel, const char 
  * options, SET, set_config()) cannot all be found by inspecting settings.
  */
 
-/* The writer: a failed write of snowflake.nodes was logged; retried at each look until one succeeds. */
-static bool sf_nodes_failing = false;
-
 /* A set of nodes as text, "datacenter D, machine M; ..." (palloc'd). */
 static char *
 sf_nodes_text(const uint64 *set)
@@ -353,6 +350,22 @@ sf_nodes_any(const uint64 *set)
 		if (set[w] != 0)
 			return true;
 	return false;
+}
+
+/*
+ * Flag every slot from the sets (at start-up, and under the lock after they
+ * change): retired, unknown (the file is damaged or unreadable), recorded
+ * as used (free to issue), or not recorded yet (its first ID waits until the
+ * writer records it: sf_nodes_await()).
+ */
+static void
+sf_nodes_gates(SnowflakeShared *shared)
+{
+	for (int n = 0; n < SF_NODE_COUNT; n++)
+		pg_atomic_write_u32(&shared->slots[n].slot.retired,
+							shared->nodes_status != SF_STATE_OK ? SF_RETIRED_UNKNOWN :
+							SF_NODE_BIT(shared->nodes_retired, n) ? SF_RETIRED_YES :
+							SF_NODE_BIT(shared->nodes_used, n) ? SF_RETIRED_NO : SF_RETIRED_UNRECORDED);
 }
 
 /*
@@ -386,10 +399,7 @@ sf_nodes_load(SnowflakeShared *shared)
 	}
 	memcpy(shared->nodes_used, img.used, sizeof(shared->nodes_used));
 	memcpy(shared->nodes_retired, img.retired, sizeof(shared->nodes_retired));
-	for (int n = 0; n < SF_NODE_COUNT; n++)
-		pg_atomic_write_u32(&shared->slots[n].slot.retired,
-							shared->nodes_status != SF_STATE_OK ? SF_RETIRED_UNKNOWN :
-							SF_NODE_BIT(shared->nodes_retired, n) ? SF_RETIRED_YES : SF_RETIRED_NO);
+	sf_nodes_gates(shared);
 	if (sf_nodes_any(shared->nodes_retired))
 		ereport(LOG,
 				(errmsg("snowflake nodes retired on this server (\"%s\"): %s",
@@ -417,7 +427,98 @@ sf_nodes_refuse(const char *caller)
 					 "since it lists nodes this server must not issue.")));
 }
 
-/* A backend's node issued its first ID since start-up: have the writer record it (generator.c, once per node). */
+/*
+ * A node not recorded as used in snowflake.nodes yet (generator.c, before its
+ * first ID): have the writer record it, and wait until the file holds it
+ * durably, within snowflake.max_wait_ms (at least SF_MARK_GRACE_MS).  A copy
+ * of this data directory made at any moment after an ID was issued under a
+ * node then knows the node was used here (issue 19, round 10: the record was
+ * written after the ID, and a crash, a stopped writer or a failing disk in
+ * between let a copy miss it).  Returns once recorded (or the slot is now
+ * retired or unknown: the caller refuses); refuses a failed write or the
+ * deadline.
+ */
+void
+sf_nodes_await(int node, const char *caller)
+{
+	SnowflakeSlot *slot = &sf_shared->slots[node].slot;
+	uint64		failures = pg_atomic_read_u64(&sf_shared->nodes_write_failures);
+	int64		deadline = sf_mono_ns() + (int64) Max(sf_max_wait_ms, SF_MARK_GRACE_MS) * SF_NS_PER_MS;
+	bool		prepared = false;
+
+	pg_atomic_write_u32(&slot->used, 1);
+	for (;;)
+	{
+		Latch	   *latch;
+		int64		left;
+		int64		until;
+
+		pg_read_barrier();
+		if (pg_atomic_read_u32(&slot->retired) != SF_RETIRED_UNRECORDED)
+			break;
+		if (pg_atomic_read_u64(&sf_shared->nodes_write_failures) != failures)
+		{
+			char		detail[256];
+
+			if (prepared)
+				ConditionVariableCancelSleep();
+			sf_count_refusal(slot, node, "the snowflake node file could not record the node");
+			pg_read_barrier();
+			snprintf(detail, sizeof(detail),
+					 "%s issues no ID under datacenter %d, machine %d before \"%s\" records that this server uses it.",
+					 caller, SF_NODE_DC(node), SF_NODE_MC(node), SF_NODES_FILE);
+			sf_report_write((int) pg_atomic_read_u32(&sf_shared->nodes_fail_errno),
+							(SnowflakeWriteStep) pg_atomic_read_u32(&sf_shared->nodes_fail_step), ERROR, detail);
+		}
+		/*
+		 * In a failure episode, the next attempt is scheduled: wait for it if
+		 * it comes before the deadline, or give the last failure at once.
+		 */
+		until = (int64) pg_atomic_read_u64(&sf_shared->nodes_fail_until_ns);
+		if (until > deadline)
+			failures = UINT64_MAX;	/* the last failure's error, at the next turn */
+		else
+		{
+			pg_atomic_write_u32(&sf_shared->nodes_dirty, 1);
+			latch = (Latch *) sf_shared->worker_latch;
+			if (latch != NULL && (until == 0 || sf_mono_ns() >= until))
+				SetLatch(latch);
+		}
+		if (failures == UINT64_MAX)
+			continue;
+		latch = (Latch *) sf_shared->worker_latch;
+		left = deadline;
+		left -= sf_mono_ns();
+		if (left <= 0)
+		{
+			if (prepared)
+				ConditionVariableCancelSleep();
+			sf_count_refusal(slot, node, "the snowflake node file did not record the node in time");
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("%s refused: \"%s\" did not record datacenter %d, machine %d within snowflake.max_wait_ms (%d ms)",
+							caller, SF_NODES_FILE, SF_NODE_DC(node), SF_NODE_MC(node), sf_max_wait_ms),
+					 errdetail("A node's first ID waits until \"%s\" records that this server uses the node; %s.",
+							   SF_NODES_FILE,
+							   latch == NULL ? "no reservation writer is running to write it (it may be restarting)" :
+							   "the reservation writer has not written it yet (a slow or stalled disk)"),
+					 errhint("Check the storage of the data directory and the server log. "
+							 "A larger snowflake.max_wait_ms lets calls wait longer for the write.")));
+		}
+		if (!prepared)
+		{
+			ConditionVariablePrepareToSleep(&sf_shared->mark_cv);
+			prepared = true;
+			continue;
+		}
+		(void) ConditionVariableTimedSleep(&sf_shared->mark_cv, Min(left / SF_NS_PER_MS + 1, 100),
+										   PG_WAIT_EXTENSION);
+	}
+	if (prepared)
+		ConditionVariableCancelSleep();
+}
+
+/* A backend's node issued its first ID since start-up: have the writer look (generator.c, once per node). */
 void
 sf_mark_note_used(void)
 {
@@ -453,11 +554,17 @@ sf_nodes_collect(SnowflakeNodesImage *img)
 }
 
 /*
- * The writer: record in snowflake.nodes the nodes that issued their first
- * ID (one write per new node).  Only a primary that owns its node state
- * records.  A failed write never stops generation (the set protects copies
- * made later): one WARNING per episode, retried at every look.
+ * The writer: record in snowflake.nodes the nodes whose first ID waits
+ * (sf_nodes_await()), and any used since the last look: one write per new
+ * node, its NODES record logged first.  Only a primary that owns its node
+ * state records.  After a failed write the next attempt is scheduled (100 ms,
+ * doubling, at most SF_RETRY_MAX_MS) and published (nodes_fail_until_ns):
+ * callers wait for it or fail at once, so no role can turn its calls into
+ * write attempts and WAL records.  One WARNING per episode.
  */
+static int	sf_nodes_failures = 0;
+static int64 sf_nodes_retry_ns = 0;
+
 static void
 sf_mark_record_nodes(void)
 {
@@ -467,31 +574,51 @@ sf_mark_record_nodes(void)
 
 	if (sf_shared->nodes_status != SF_STATE_OK || sf_shared->copied || RecoveryInProgress())
 		return;
-	if (pg_atomic_exchange_u32(&sf_shared->nodes_dirty, 0) == 0 && !sf_nodes_failing)
+	if (sf_nodes_failures > 0 && sf_mono_ns() < sf_nodes_retry_ns)
+		return;
+	if (pg_atomic_exchange_u32(&sf_shared->nodes_dirty, 0) == 0 && sf_nodes_failures == 0)
 		return;
 	LWLockAcquire(sf_shared->lock, LW_EXCLUSIVE);
 	changed = sf_nodes_collect(&img);
 	if (changed)
 	{
+		/* WAL first: a standby, and any copy of it, learns the node before its first ID. */
+		sf_wal_log_nodes(&img);
 		res = sf_nodes_write(&img);
 		if (res.ok)
+		{
 			memcpy(sf_shared->nodes_used, img.used, sizeof(sf_shared->nodes_used));
+			sf_nodes_gates(sf_shared);
+			pg_atomic_write_u64(&sf_shared->nodes_fail_until_ns, 0);
+		}
+		else
+		{
+			sf_nodes_failures++;
+			sf_nodes_retry_ns = sf_mono_ns() +
+				Min((int64) SF_RETRY_MS << Min(sf_nodes_failures - 1, 10), (int64) SF_RETRY_MAX_MS) * SF_NS_PER_MS;
+			pg_atomic_write_u32(&sf_shared->nodes_fail_errno, (uint32) res.save_errno);
+			pg_atomic_write_u32(&sf_shared->nodes_fail_step, (uint32) res.step);
+			pg_atomic_write_u64(&sf_shared->nodes_fail_until_ns, (uint64) sf_nodes_retry_ns);
+			pg_write_barrier();
+			pg_atomic_fetch_add_u64(&sf_shared->nodes_write_failures, 1);
+		}
 	}
 	LWLockRelease(sf_shared->lock);
+	if (changed)
+		ConditionVariableBroadcast(&sf_shared->mark_cv);
 
 	if (!res.ok)
 	{
-		if (!sf_nodes_failing)
+		if (sf_nodes_failures == 1)
 			sf_report_write(res.save_errno, res.step, WARNING,
-							"Generation goes on; the reservation writer retries at each look. Until the file records them, "
-							"a copy of this data directory made now does not know these nodes were used here.");
-		sf_nodes_failing = true;
+							"The first ID under a node the file does not record waits for it, and is refused until it is written; "
+							"the reservation writer retries, less often the longer it fails. Nodes the file records issue IDs as before.");
 	}
-	else if (sf_nodes_failing)
+	else if (sf_nodes_failures > 0)
 	{
-		sf_nodes_failing = false;
 		ereport(LOG,
-				(errmsg("snowflake node file \"%s\" written again", SF_NODES_FILE)));
+				(errmsg("snowflake node file \"%s\" written again, after %d failed attempts", SF_NODES_FILE, sf_nodes_failures)));
+		sf_nodes_failures = 0;
 	}
 }
 
@@ -1565,6 +1692,49 @@ sf_mark_replayed(uint64 mark_tick, const SnowflakeIdentity *writer, uint32 write
 }
 
 /*
+ * Replay of snowflake.nodes' sets logged by the primary (startup process):
+ * write them to this server's own file and flag the slots.  A standby, and
+ * any copy of it, then knows the nodes its primary used and retired; a
+ * standby built from a copy before the copy was adopted as a new server
+ * knows what that adoption retired.  A file found damaged or unreadable is
+ * never written over (every node stays refused).  If the write fails: on a
+ * standby or a copy, recovery stops with the error (as for a mark: a restart
+ * replays the record again, so the sets are never forgotten); in a primary's
+ * own crash recovery it goes on with a WARNING (the sets were logged before
+ * the primary's own write, which the file holds if it succeeded; a node not
+ * recorded waits for the writer again before its first ID).
+ */
+void
+sf_nodes_replayed(const SnowflakeNodesImage *img)
+{
+	SnowflakeStateResult res = {true, 0, SF_STEP_NONE};
+	bool		own_recovery;
+
+	if (sf_shared == NULL)
+		return;
+	LWLockAcquire(sf_shared->lock, LW_EXCLUSIVE);
+	if (sf_shared->nodes_status == SF_STATE_OK)
+	{
+		res = sf_nodes_write(img);
+		if (res.ok)
+		{
+			memcpy(sf_shared->nodes_used, img->used, sizeof(sf_shared->nodes_used));
+			memcpy(sf_shared->nodes_retired, img->retired, sizeof(sf_shared->nodes_retired));
+			sf_nodes_gates(sf_shared);
+		}
+	}
+	own_recovery = !StandbyMode && !sf_shared->copied;
+	LWLockRelease(sf_shared->lock);
+	if (!res.ok)
+		sf_report_write(res.save_errno, res.step, own_recovery ? WARNING : ERROR,
+						own_recovery ?
+						"While replaying the node sets in crash recovery: recovery goes on; a node the file does not record "
+						"waits for the reservation writer to record it before its first ID." :
+						"While replaying the node sets logged by the primary: recovery stops here, so that this server never "
+						"forgets them. Once the file can be written, start the server again; replay resumes at this record.");
+}
+
+/*
  * Write the adoption (under the lock, which the caller holds): the state file
  * names this data directory as the owner.  Records a failure for waiting
  * callers like a failed raise of the mark.
@@ -1606,15 +1776,15 @@ sf_adopt_write(SnowflakeIdentity *old_owner, bool by_hand, SnowflakeNodesImage *
 				nodes.retired[w] = sf_shared->nodes_retired[w] | sf_shared->nodes_used[w];
 				nodes.used[w] = 0;
 			}
+			/* WAL first: a standby of this copy knows the retired nodes if promoted later. */
+			sf_wal_log_nodes(&nodes);
 			res = sf_nodes_write(&nodes);
 			if (res.ok)
 			{
 				memcpy(retired_now->retired, sf_shared->nodes_used, sizeof(retired_now->retired));
 				memcpy(sf_shared->nodes_retired, nodes.retired, sizeof(sf_shared->nodes_retired));
 				memset(sf_shared->nodes_used, 0, sizeof(sf_shared->nodes_used));
-				for (int n = 0; n < SF_NODE_COUNT; n++)
-					if (SF_NODE_BIT(nodes.retired, n))
-						pg_atomic_write_u32(&sf_shared->slots[n].slot.retired, SF_RETIRED_YES);
+				sf_nodes_gates(sf_shared);
 			}
 		}
 	}
@@ -1633,14 +1803,16 @@ sf_adopt_write(SnowflakeIdentity *old_owner, bool by_hand, SnowflakeNodesImage *
 		 * original's replacement would refuse them for good.  Put the sets
 		 * back (if that write fails too, they stay retired: fail closed).
 		 */
-		if (!res.ok && sf_nodes_any(retired_now->retired) && sf_nodes_write(&before).ok)
+		if (!res.ok && sf_nodes_any(retired_now->retired))
 		{
-			memcpy(sf_shared->nodes_used, before.used, sizeof(sf_shared->nodes_used));
-			memcpy(sf_shared->nodes_retired, before.retired, sizeof(sf_shared->nodes_retired));
-			for (int n = 0; n < SF_NODE_COUNT; n++)
-				pg_atomic_write_u32(&sf_shared->slots[n].slot.retired,
-									SF_NODE_BIT(before.retired, n) ? SF_RETIRED_YES : SF_RETIRED_NO);
-			memset(retired_now, 0, sizeof(*retired_now));
+			sf_wal_log_nodes(&before);
+			if (sf_nodes_write(&before).ok)
+			{
+				memcpy(sf_shared->nodes_used, before.used, sizeof(sf_shared->nodes_used));
+				memcpy(sf_shared->nodes_retired, before.retired, sizeof(sf_shared->nodes_retired));
+				sf_nodes_gates(sf_shared);
+				memset(retired_now, 0, sizeof(*retired_now));
+			}
 		}
 	}
 	pg_atomic_write_u64(&sf_shared->write_started, 0);

@@ -84,6 +84,10 @@ sf_shmem_init(void)
 	pg_atomic_init_u32(&sf_shared->clock_held_recorded, 0);
 	pg_atomic_init_u32(&sf_shared->adoptions, 0);
 	pg_atomic_init_u32(&sf_shared->nodes_dirty, 0);
+	pg_atomic_init_u64(&sf_shared->nodes_write_failures, 0);
+	pg_atomic_init_u64(&sf_shared->nodes_fail_until_ns, 0);
+	pg_atomic_init_u32(&sf_shared->nodes_fail_errno, 0);
+	pg_atomic_init_u32(&sf_shared->nodes_fail_step, 0);
 	pg_atomic_init_u32(&sf_shared->adopt_by_hand, 0);
 	sf_shared->older_count = sf_proc_count();
 	for (int i = 0; i < sf_shared->older_count; i++)

@@ -249,7 +249,7 @@ _PG_init(void)
 	shmem_request_hook = sf_shmem_request;
 	prev_shmem_startup_hook = shmem_startup_hook;
 	shmem_startup_hook = sf_shmem_startup;
-	sf_wal_register(sf_mark_replayed);
+	sf_wal_register(sf_mark_replayed, sf_nodes_replayed);
 	sf_worker_register();
 	sf_registry_tokens_init();
 	if (sf_registry != NULL && sf_registry[0] != '\0')

@@ -122,6 +122,8 @@ typedef union SnowflakeSlotPadded
 #define SF_RETIRED_NO		0
 #define SF_RETIRED_YES		1	/* in snowflake.nodes' retired set */
 #define SF_RETIRED_UNKNOWN	2	/* snowflake.nodes is damaged or unreadable: no node is known not to be */
+#define SF_RETIRED_UNRECORDED 3	/* not retired, and not in snowflake.nodes' used set yet: the node's first ID
+								 * waits until the writer has recorded it there (durably) */
 
 /* A set of nodes, one bit each (node n: word n / 64, bit n % 64). */
 #define SF_NODE_SET_WORDS		(SF_NODE_COUNT / 64)
@@ -205,6 +207,11 @@ typedef struct SnowflakeShared
 	uint64		nodes_retired[SF_NODE_SET_WORDS];
 	pg_atomic_uint32 nodes_dirty;
 	pg_atomic_uint32 adopt_by_hand;
+	/* Failed writes of snowflake.nodes by the writer, and the last one's errno and step, for waiting callers. */
+	pg_atomic_uint64 nodes_write_failures;
+	pg_atomic_uint64 nodes_fail_until_ns;	/* failure episode: the next attempt (monotonic ns); 0: none */
+	pg_atomic_uint32 nodes_fail_errno;
+	pg_atomic_uint32 nodes_fail_step;
 	char		pad3[PG_CACHE_LINE_SIZE];
 	/* The clock watch (watch.c): read on the hot path, written on changes. */
 	pg_atomic_uint64 clock_ok_until;	/* wall ns (signed) up to which calls need no look */
@@ -355,8 +362,10 @@ extern char *sf_identity_text(const SnowflakeIdentity *id);
 
 /* wal.c: the mark in WAL, for standbys and crash recovery */
 typedef void (*sf_replay_fn) (uint64 mark_tick, const SnowflakeIdentity *writer, uint32 writer_node);
-extern void sf_wal_register(sf_replay_fn replay);
+typedef void (*sf_nodes_replay_fn) (const SnowflakeNodesImage *img);
+extern void sf_wal_register(sf_replay_fn replay, sf_nodes_replay_fn nodes_replay);
 extern void sf_wal_log_mark(uint64 mark_tick, const SnowflakeIdentity *writer);
+extern void sf_wal_log_nodes(const SnowflakeNodesImage *img);
 
 /* mark.c: the durable mark's policy */
 
@@ -386,6 +395,10 @@ extern void sf_mark_replayed(uint64 mark_tick, const SnowflakeIdentity *writer, 
 extern XLogRecPtr sf_wal_replay_lsn;
 extern void sf_state_adopt(bool by_hand);
 extern void sf_mark_note_used(void);
+extern void sf_nodes_await(int node, const char *caller);
+/* generator.c: count a refused call of a node */
+extern void sf_count_refusal(SnowflakeSlot *slot, int node, const char *why);
+extern void sf_nodes_replayed(const SnowflakeNodesImage *img);
 pg_noreturn extern void sf_nodes_refuse(const char *caller);
 extern void sf_check_session_node(const char *caller);
 extern void sf_mark_older_sessions(void);

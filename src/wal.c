@@ -30,6 +30,7 @@
 /* RM_EXPERIMENTAL_ID until an ID is registered for snowflake on the wiki. */
 #define SF_RMGR_ID			RM_EXPERIMENTAL_ID
 #define XLOG_SNOWFLAKE_MARK 0x10
+#define XLOG_SNOWFLAKE_NODES 0x20
 
 /*
  * Since 1.3 a record also names its writer: the data directory of the primary
@@ -58,6 +59,7 @@ static void sf_wal_desc(StringInfo buf, XLogReaderState *record);
 static const char *sf_wal_identify(uint8 info);
 
 static sf_replay_fn sf_replay = NULL;
+static sf_nodes_replay_fn sf_nodes_replay = NULL;
 
 static RmgrData sf_rmgr = {
 	.rm_name = "snowflake",
@@ -69,11 +71,15 @@ static RmgrData sf_rmgr = {
 
 XLogRecPtr	sf_wal_replay_lsn = InvalidXLogRecPtr;
 
-/* Register the resource manager; replay hands each mark to replay. */
+/*
+ * Register the resource manager; replay hands each mark to replay, and each
+ * NODES record (snowflake.nodes' sets, since 1.4) to nodes_replay.
+ */
 void
-sf_wal_register(sf_replay_fn replay)
+sf_wal_register(sf_replay_fn replay, sf_nodes_replay_fn nodes_replay)
 {
 	sf_replay = replay;
+	sf_nodes_replay = nodes_replay;
 	RegisterCustomRmgr(SF_RMGR_ID, &sf_rmgr);
 }
 
@@ -104,6 +110,22 @@ sf_wal_log_mark(uint64 mark_tick, const SnowflakeIdentity *writer)
 	XLogBeginInsert();
 	XLogRegisterData((char *) &xlrec, sizeof(xlrec));
 	lsn = XLogInsert(SF_RMGR_ID, XLOG_SNOWFLAKE_MARK);
+	XLogFlush(lsn);
+}
+
+/*
+ * Log snowflake.nodes' sets as they are about to be written, and flush: a
+ * standby (and so any copy of it) learns which nodes this node state issued
+ * under and which it must never issue, before the first ID of a new node.
+ */
+void
+sf_wal_log_nodes(const SnowflakeNodesImage *img)
+{
+	XLogRecPtr	lsn;
+
+	XLogBeginInsert();
+	XLogRegisterData((char *) img, sizeof(*img));
+	lsn = XLogInsert(SF_RMGR_ID, XLOG_SNOWFLAKE_NODES);
 	XLogFlush(lsn);
 }
 
@@ -144,6 +166,17 @@ sf_wal_redo(XLogReaderState *record)
 	bool		has_writer;
 	uint32		node;
 
+	if (info == XLOG_SNOWFLAKE_NODES)
+	{
+		SnowflakeNodesImage img;
+
+		if (XLogRecGetDataLen(record) != sizeof(img))
+			elog(PANIC, "snowflake redo: NODES record of %u bytes", (unsigned) XLogRecGetDataLen(record));
+		memcpy(&img, XLogRecGetData(record), sizeof(img));
+		sf_wal_replay_lsn = record->ReadRecPtr;
+		sf_nodes_replay(&img);
+		return;
+	}
 	if (info != XLOG_SNOWFLAKE_MARK)
 		elog(PANIC, "snowflake redo: unknown op code %u", info);
 
@@ -158,6 +191,26 @@ sf_wal_desc(StringInfo buf, XLogReaderState *record)
 {
 	uint8		info = XLogRecGetInfo(record) & ~XLR_INFO_MASK;
 
+	if (info == XLOG_SNOWFLAKE_NODES)
+	{
+		SnowflakeNodesImage img;
+		int			used = 0;
+		int			retired = 0;
+
+		if (XLogRecGetDataLen(record) != sizeof(img))
+		{
+			appendStringInfo(buf, "malformed (%u bytes)", (unsigned) XLogRecGetDataLen(record));
+			return;
+		}
+		memcpy(&img, XLogRecGetData(record), sizeof(img));
+		for (int n = 0; n < SF_NODE_COUNT; n++)
+		{
+			used += (int) SF_NODE_BIT(img.used, n);
+			retired += (int) SF_NODE_BIT(img.retired, n);
+		}
+		appendStringInfo(buf, "used %d nodes, retired %d nodes", used, retired);
+		return;
+	}
 	if (info == XLOG_SNOWFLAKE_MARK)
 	{
 		uint64		mark;
@@ -184,5 +237,7 @@ sf_wal_identify(uint8 info)
 {
 	if ((info & ~XLR_INFO_MASK) == XLOG_SNOWFLAKE_MARK)
 		return "MARK";
+	if ((info & ~XLR_INFO_MASK) == XLOG_SNOWFLAKE_NODES)
+		return "NODES";
 	return NULL;
 }

@@ -21,40 +21,6 @@ use PostgreSQL::Test::Utils;
 use SnowflakeTest;
 use Test::More;
 
-# snowflake.nodes: magic, version, system identifier, used[1024 bits], retired[1024 bits], crc, pad.
-sub nodes_file
-{
-	my ($t) = @_;
-	my $path = $t->data_dir . '/snowflake.nodes';
-	my $none = { used => '(no file)', retired => '(no file)' };
-	open my $fh, '<:raw', $path or return $none;
-	local $/;
-	my $bytes = <$fh>;
-	close $fh;
-	return $none unless defined $bytes && length($bytes) == 280;
-	my $bits = sub {
-		my ($off) = @_;
-		my @n;
-		my $v = unpack('b*', substr($bytes, $off, 128));
-		for my $i (0 .. 1023) { push @n, sprintf('%d/%d', int($i / 32), $i % 32) if substr($v, $i, 1) eq '1'; }
-		return join(',', @n);
-	};
-	return { used => $bits->(16), retired => $bits->(144) };
-}
-
-# Poll (no timing assertion) until snowflake.nodes records used = $want.
-sub wait_used
-{
-	my ($t, $want) = @_;
-	for (1 .. 600)
-	{
-		my $f = nodes_file($t);
-		return 1 if $f->{used} eq $want;
-		$t->query('SELECT pg_sleep(0.1)');
-	}
-	return 0;
-}
-
 my $gen = q{CREATE FUNCTION gen() RETURNS bigint LANGUAGE sql SET snowflake.machine_id = 2 AS 'SELECT snowflake_next()'};
 
 # O: the original, 1/1, and 1/2 through a function's SET clause.
@@ -64,9 +30,9 @@ $o->query('CREATE EXTENSION snowflake');
 $o->query($gen);
 $o->ids('SELECT snowflake_next() FROM generate_series(1, 100)', 'original 1/1', count => 100);
 $o->ids('SELECT gen() FROM generate_series(1, 100)', 'original 1/2 through gen()', count => 100);
-ok(wait_used($o, '1/1,1/2'), "the original's snowflake.nodes records 1/1 and 1/2 as used")
-  or diag(explain(nodes_file($o)));
-is(nodes_file($o)->{retired}, '', 'the original retired nothing');
+is($o->nodes_file->{used}, '1/1,1/2',
+	"the original's snowflake.nodes records 1/1 and 1/2 as used (before their first IDs returned: no wait)");
+is($o->nodes_file->{retired}, '', 'the original retired nothing');
 $o->node->backup('ob');
 
 # C: the copy made a NEW server, 1/3 in its configuration files, adopted by hand.
@@ -92,29 +58,33 @@ my $id = $c->next_id('the copy issues as 1/3');
 is(SnowflakeTest::id_machine($id), 3, 'as machine 3');
 $id = $c->next_id('the copy issues as 1/4, a node never used', 'SET snowflake.machine_id = 4;');
 is(SnowflakeTest::id_machine($id), 4, 'as machine 4');
-ok(wait_used($c, '1/3,1/4'), "the copy's snowflake.nodes records its own used nodes") or diag(explain(nodes_file($c)));
-is(nodes_file($c)->{retired}, '1/1,1/2', 'and the retired ones');
+is($c->nodes_file->{used}, '1/3,1/4', "the copy's snowflake.nodes records its own used nodes");
+is($c->nodes_file->{retired}, '1/1,1/2', 'and the retired ones');
 $c->restart;
 $c->refused('SELECT gen()', 'the copy after a restart: gen()', message => $retired);
 $c->next_refused('the copy after a restart: 1/1', 'SET snowflake.machine_id = 1;', message => $retired);
 $c->next_id('the copy after a restart issues as 1/3');
 
-# A failed write of snowflake.nodes (a directory planted at its temporary file): one WARNING, generation goes on,
-# and the writer records the node once it can.
+# A failed write of snowflake.nodes (a directory planted at its temporary file): one WARNING; a node the file
+# records goes on issuing, a node's first ID is refused (nothing issued) until the file records it.
 mkdir($c->data_dir . '/snowflake.nodes.tmp') or die "mkdir: $!";
 chmod(0777, $c->data_dir . '/snowflake.nodes.tmp');
 my $at = -s $c->node->logfile;
-$c->ids('SET snowflake.machine_id = 7; SELECT snowflake_next() FROM generate_series(1, 10)',
-	'the copy issues as 1/7 while snowflake.nodes cannot be written', count => 10);
+$r = $c->next_refused('the first ID of 1/7 while snowflake.nodes cannot be written', 'SET snowflake.machine_id = 7;',
+	sqlstate => '42809', message => qr/^could not create snowflake node file "snowflake\.nodes\.tmp": Is a directory$/);
+like($r->{detail}, qr/issues no ID under datacenter 1, machine 7 before "snowflake\.nodes" records that this server uses it/,
+	'the detail says the node waits for its record');
 ok($c->node->wait_for_log(qr/WARNING:  could not create snowflake node file "snowflake\.nodes\.tmp"/, $at),
 	'the failed write is logged as a WARNING');
-is(nodes_file($c)->{used}, '1/3,1/4', 'the file is unchanged while it cannot be written');
-$c->ids('SET snowflake.machine_id = 7; SELECT snowflake_next() FROM generate_series(1, 10)',
-	'the copy goes on issuing as 1/7', count => 10);
+is($c->nodes_file->{used}, '1/3,1/4', 'the file is unchanged while it cannot be written');
+$c->ids('SELECT snowflake_next() FROM generate_series(1, 10)', 'the copy goes on issuing as 1/3, a recorded node', count => 10);
+$c->next_refused('the first ID of 1/7, again', 'SET snowflake.machine_id = 7;', sqlstate => '42809');
 rmdir($c->data_dir . '/snowflake.nodes.tmp') or die "rmdir: $!";
-ok(wait_used($c, '1/3,1/4,1/7'), 'once it can, the writer records 1/7') or diag(explain(nodes_file($c)));
-ok($c->node->wait_for_log(qr/snowflake node file "snowflake\.nodes" written again/, $at), 'and logs that it is written again');
-my $warnings = () = substr(slurp_file($c->node->logfile), $at) =~ /could not create snowflake node file/g;
+$c->ids('SET snowflake.machine_id = 7; SELECT snowflake_next() FROM generate_series(1, 10)',
+	'once the file can be written: the copy issues as 1/7', count => 10);
+is($c->nodes_file->{used}, '1/3,1/4,1/7', 'and the file records 1/7');
+ok($c->node->wait_for_log(qr/snowflake node file "snowflake\.nodes" written again/, $at), 'the writer logs that it is written again');
+my $warnings = () = substr(slurp_file($c->node->logfile), $at) =~ /WARNING:  could not create snowflake node file/g;
 is($warnings, 1, 'one WARNING for the episode');
 
 # C3: a copy of the adopted copy, made a new server (1/5): retires C's used, keeps O's retired.
@@ -123,7 +93,7 @@ my $c3 = SnowflakeTest->new('copy3', from_backup => [ $c, 'cb' ], standby => 0, 
 	conf => 'snowflake.machine_id = 5');
 $c3->start;
 is($c3->query('SELECT snowflake_adopt_state()'), 't', 'the copy of the copy adopted as a new server (1/5)');
-is(nodes_file($c3)->{retired}, '1/1,1/2,1/3,1/4,1/7', "it retired the copy's used nodes and kept the original's retired ones");
+is($c3->nodes_file->{retired}, '1/1,1/2,1/3,1/4,1/7', "it retired the copy's used nodes and kept the original's retired ones");
 for my $m (1 .. 4)
 {
 	$c3->next_refused("the copy of the copy: 1/$m", "SET snowflake.machine_id = $m;", message => $retired);
@@ -175,7 +145,7 @@ $o->stop;
 my $c2 = SnowflakeTest->new('copy2', from_backup => [ $o, 'ob' ], standby => 0, id_key => 'original');
 $c2->start;
 is($c2->query('SELECT snowflake_adopt_state()'), 't', 'the replacement adopted by hand (1/1)');
-is(nodes_file($c2)->{retired}, '', 'a replacement retires nothing');
+is($c2->nodes_file->{retired}, '', 'a replacement retires nothing');
 $id = $c2->ids('SELECT gen()', 'the replacement: gen()', count => 1);
 $c2->stop;
 
@@ -203,7 +173,7 @@ $c5->start;
 mkdir($c5->data_dir . '/snowflake.state.tmp') or die "mkdir: $!";
 $c5->refused('SELECT snowflake_adopt_state()', 'adopting as a new server while the state file cannot be written',
 	sqlstate => '42809', message => qr/snowflake state file/);
-is(nodes_file($c5)->{retired}, '', 'the failed adoption retired nothing in snowflake.nodes');
+is($c5->nodes_file->{retired}, '', 'the failed adoption retired nothing in snowflake.nodes');
 is($c5->query('SELECT state FROM snowflake_state()'), 'copy', 'and the directory stays a copy');
 rmdir($c5->data_dir . '/snowflake.state.tmp') or die "rmdir: $!";
 $c5->query('ALTER SYSTEM SET snowflake.machine_id = 1');
@@ -219,12 +189,12 @@ $c5->stop;
 unlink($o->data_dir . '/snowflake.nodes') or die "unlink: $!";
 $o->start;
 $o->ids('SELECT gen() FROM generate_series(1, 10)', 'the original, only 1/2 through gen()', count => 10);
-ok(wait_used($o, '1/2'), "the original's snowflake.nodes records only 1/2") or diag(explain(nodes_file($o)));
+ok($o->wait_nodes_used('1/2'), "the original's snowflake.nodes records only 1/2") or diag(explain($o->nodes_file));
 $o->node->backup('ob2');
 my $s = SnowflakeTest->new('standby', from_backup => [ $o, 'ob2' ], id_key => 'original',
 	conf => 'snowflake.failover_adopt = on');
 $s->start;
-is(nodes_file($s)->{used}, '1/2', "the standby's snowflake.nodes came with its base backup");
+is($s->nodes_file->{used}, '1/2', "the standby's snowflake.nodes came with its base backup");
 $o->ids('SELECT gen()', 'the original before the failover: gen()', count => 1);
 $o->node->wait_for_catchup($s->node);
 $s->wait_witness;
@@ -232,9 +202,9 @@ $o->stop;
 $s->promote;
 $s->next_id('the promoted standby issues as 1/1');
 $s->ids('SELECT gen()', 'the promoted standby (failover_adopt): gen() issues 1/2', count => 1);
-is(nodes_file($s)->{retired}, '', 'failover_adopt retired nothing');
+is($s->nodes_file->{retired}, '', 'failover_adopt retired nothing');
 unlike(slurp_file($s->node->logfile), qr/adopted as a new server/, 'and logged no retirement');
-ok(wait_used($s, '1/1,1/2'), 'the promoted standby records its used nodes') or diag(explain(nodes_file($s)));
+ok($s->wait_nodes_used('1/1,1/2'), 'the promoted standby records its used nodes') or diag(explain($s->nodes_file));
 
 SnowflakeTest::summary();
 done_testing();

@@ -781,4 +781,46 @@ sub state_file_mark
 	return unpack('Q<', substr($bytes, 16, 8));
 }
 
+=pod
+
+=item $t->nodes_file() / $t->wait_nodes_used($want)
+
+snowflake.nodes as { used => "D/M,...", retired => "D/M,..." } (both
+"(no file)" when there is none or its size is wrong); its layout: magic,
+version, system identifier, used[1024 bits], retired[1024 bits], crc, pad.
+wait_nodes_used polls (no timing assertion) until the used set is $want.
+
+=cut
+
+sub nodes_file
+{
+	my ($self) = @_;
+	my $path = $self->data_dir . '/snowflake.nodes';
+	my $none = { used => '(no file)', retired => '(no file)' };
+	open my $fh, '<:raw', $path or return $none;
+	local $/;
+	my $bytes = <$fh>;
+	close $fh;
+	return $none unless defined $bytes && length($bytes) == 280;
+	my $bits = sub {
+		my ($off) = @_;
+		my @n;
+		my $v = unpack('b*', substr($bytes, $off, 128));
+		for my $i (0 .. 1023) { push @n, sprintf('%d/%d', int($i / 32), $i % 32) if substr($v, $i, 1) eq '1'; }
+		return join(',', @n);
+	};
+	return { used => $bits->(16), retired => $bits->(144) };
+}
+
+sub wait_nodes_used
+{
+	my ($self, $want) = @_;
+	for (1 .. 600)
+	{
+		return 1 if $self->nodes_file->{used} eq $want;
+		usleep(100_000);
+	}
+	return 0;
+}
+
 1;
