@@ -369,6 +369,63 @@ sf_nodes_gates(SnowflakeShared *shared)
 }
 
 /*
+ * Start-up (postmaster): take in snowflake.nodes.import, the old cluster's
+ * snowflake.nodes copied into this data directory after pg_upgrade (which
+ * carries neither file): its used and retired nodes join this file's
+ * (*sets), whatever system it belongs to; the sets only grow, so importing
+ * even the wrong file cannot let a retired node issue, only refuse more.
+ * Written at once, then renamed to snowflake.nodes.imported; if the write
+ * fails the sets hold in memory (the writer's next write of the file carries
+ * them) and the import file stays, to be taken in again at the next start.
+ * A damaged or unreadable import fails closed, like the own file.
+ */
+static void
+sf_nodes_import(SnowflakeShared *shared, SnowflakeNodesImage *sets)
+{
+	SnowflakeNodesImage imp;
+	SnowflakeReadStatus st;
+	SnowflakeStateResult res;
+	char		why[sizeof(shared->nodes_message)];
+
+	st = sf_nodes_read_path(SF_NODES_IMPORT_FILE, true, &imp, why, sizeof(why));
+	if (st == SF_READ_MISSING)
+		return;
+	if (st != SF_READ_OK)
+	{
+		snprintf(shared->nodes_message, sizeof(shared->nodes_message),
+				 "The node sets to import, \"%s\", cannot be used: %s", SF_NODES_IMPORT_FILE, why);
+		shared->nodes_status = (st == SF_READ_DAMAGED) ? SF_STATE_DAMAGED : SF_STATE_UNREADABLE;
+		ereport(WARNING,
+				(errmsg("snowflake cannot import the node sets of \"%s\"", SF_NODES_IMPORT_FILE),
+				 errdetail("%s", shared->nodes_message),
+				 errhint("snowflake_next() refuses until it is replaced by the old cluster's \"%s\" and the server restarted, or removed.",
+						 SF_NODES_FILE)));
+		return;
+	}
+	for (int w = 0; w < SF_NODE_SET_WORDS; w++)
+	{
+		sets->used[w] |= imp.used[w];
+		sets->retired[w] |= imp.retired[w];
+	}
+	res = sf_nodes_write(sets);
+	if (!res.ok)
+	{
+		sf_report_write(res.save_errno, res.step, WARNING,
+						"The imported node sets hold until the reservation writer next writes the file; \"" SF_NODES_IMPORT_FILE
+						"\" stays and is imported again at the next start.");
+		return;
+	}
+	if (rename(SF_NODES_IMPORT_FILE, SF_NODES_IMPORTED_FILE) != 0)
+		ereport(WARNING,
+				(errmsg("could not rename \"%s\" to \"%s\": %m", SF_NODES_IMPORT_FILE, SF_NODES_IMPORTED_FILE),
+				 errdetail("Its node sets are recorded; they are imported again at the next start, which changes nothing.")));
+	ereport(LOG,
+			(errmsg("snowflake imported the node sets of \"%s\": used %s; retired %s", SF_NODES_IMPORT_FILE,
+					sf_nodes_any(imp.used) ? sf_nodes_text(imp.used) : "none",
+					sf_nodes_any(imp.retired) ? sf_nodes_text(imp.retired) : "none")));
+}
+
+/*
  * Start-up (postmaster, after the state file): load snowflake.nodes and flag
  * every slot.  A file that is damaged or cannot be read fails closed: no node
  * is known not to be retired, so every slot refuses (SF_RETIRED_UNKNOWN), and
@@ -397,6 +454,8 @@ sf_nodes_load(SnowflakeShared *shared)
 				 errdetail("%s", shared->nodes_message),
 				 errhint("snowflake_next() refuses until the file can be read; see the snowflake README, section Errors.")));
 	}
+	if (shared->nodes_status == SF_STATE_OK)
+		sf_nodes_import(shared, &img);
 	memcpy(shared->nodes_used, img.used, sizeof(shared->nodes_used));
 	memcpy(shared->nodes_retired, img.retired, sizeof(shared->nodes_retired));
 	sf_nodes_gates(shared);

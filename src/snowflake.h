@@ -340,6 +340,8 @@ typedef struct SnowflakeStateResult
 /* snowflake.nodes: the nodes this node state issued IDs under, and those it must never issue */
 #define SF_NODES_FILE		"snowflake.nodes"
 #define SF_NODES_TMP_FILE	"snowflake.nodes.tmp"
+#define SF_NODES_IMPORT_FILE	"snowflake.nodes.import"
+#define SF_NODES_IMPORTED_FILE	"snowflake.nodes.imported"
 
 typedef struct SnowflakeNodesImage
 {
@@ -348,6 +350,8 @@ typedef struct SnowflakeNodesImage
 } SnowflakeNodesImage;
 
 extern SnowflakeReadStatus sf_nodes_read(SnowflakeNodesImage *img, char *why, size_t whylen);
+extern SnowflakeReadStatus sf_nodes_read_path(const char *path, bool any_system, SnowflakeNodesImage *img,
+											  char *why, size_t whylen);
 extern SnowflakeStateResult sf_nodes_write(const SnowflakeNodesImage *img);
 extern SnowflakeReadStatus sf_statefile_read(SnowflakeStateImage *img, char *why, size_t whylen);
 extern SnowflakeReadStatus sf_statefile_read_path(const char *path, bool any_system,

@@ -595,13 +595,23 @@ StaticAssertDecl(sizeof(SnowflakeNodesFile) == 280, "node file layout must not h
 SnowflakeReadStatus
 sf_nodes_read(SnowflakeNodesImage *img, char *why, size_t whylen)
 {
+	return sf_nodes_read_path(SF_NODES_FILE, false, img, why, whylen);
+}
+
+/*
+ * Read a node file at path; any_system: it may belong to another database
+ * system (snowflake.nodes.import, the old cluster's file after pg_upgrade).
+ */
+SnowflakeReadStatus
+sf_nodes_read_path(const char *path, bool any_system, SnowflakeNodesImage *img, char *why, size_t whylen)
+{
 	SnowflakeNodesFile file;
 	char		buf[sizeof(SnowflakeNodesFile) + 1];
 	SnowflakeReadStatus st;
 	ssize_t		len;
 
 	memset(img, 0, sizeof(*img));
-	st = sf_read_regular(SF_NODES_FILE, "the node file", buf, sizeof(buf), &len, why, whylen);
+	st = sf_read_regular(path, "the node file", buf, sizeof(buf), &len, why, whylen);
 	if (st != SF_READ_OK)
 		return st;
 	if (len != sizeof(file))
@@ -613,7 +623,7 @@ sf_nodes_read(SnowflakeNodesImage *img, char *why, size_t whylen)
 		return sf_damaged(why, whylen, "It has version %u; this build reads version %d.", file.version, SF_NODES_VERSION);
 	if (!EQ_CRC32C(file.crc, sf_crc(&file, offsetof(SnowflakeNodesFile, crc))))
 		return sf_damaged(why, whylen, "Its checksum does not match its contents.");
-	if (file.system_identifier != GetSystemIdentifier())
+	if (!any_system && file.system_identifier != GetSystemIdentifier())
 		return sf_damaged(why, whylen, "It belongs to database system " UINT64_FORMAT ", not to this one (" UINT64_FORMAT ").",
 						  file.system_identifier, GetSystemIdentifier());
 	memcpy(img->used, file.used, sizeof(img->used));

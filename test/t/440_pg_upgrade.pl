@@ -111,5 +111,56 @@ $old->set_clock('+2h');
 my @back = $old->ids('SELECT snowflake_next() FROM generate_series(1, 1000)', 'the old cluster again, clock caught up', count => 1000);
 cmp_ok($back[0], '>', $new_ids[-1], 'the old cluster issues above every ID of the new one');
 $old->stop;
+
+# snowflake.nodes through pg_upgrade (the documented step, docs/failover.md "Upgrades": the old
+# cluster's snowflake.nodes as snowflake.nodes.import): a copy adopted as a new server (1/3) retired
+# the original's nodes (1/1, and 1/2 through a function's SET clause); upgraded, it keeps refusing them.
+my $o = SnowflakeTest->new('orig', allows_streaming => 1);
+$o->start;
+$o->query('CREATE EXTENSION snowflake');
+$o->query(q{CREATE FUNCTION gen() RETURNS bigint LANGUAGE sql SET snowflake.machine_id = 2 AS 'SELECT snowflake_next()'});
+$o->next_id('the original issues as 1/1');
+$o->ids('SELECT gen()', 'the original issues as 1/2 through gen()', count => 1);
+$o->node->backup('ob');
+my $c = SnowflakeTest->new('copy', from_backup => [ $o, 'ob' ], standby => 0, id_key => 'orig',
+	conf => 'snowflake.machine_id = 3');
+$c->start;
+is($c->query('SELECT snowflake_adopt_state()'), 't', 'the copy adopted by hand as a new server (1/3)');
+$c->next_id('the copy issues as 1/3');
+$c->stop;
+my $u = SnowflakeTest->new('copy_upgraded', id_key => 'orig', conf => 'snowflake.machine_id = 3');
+command_ok(
+	[
+		"$bindir/pg_upgrade", '--no-sync',
+		'-d', $c->data_dir, '-D', $u->data_dir,
+		'-b', $bindir, '-B', $bindir,
+		'-s', $u->node->host,
+		'-p', $c->node->port, '-P', $u->node->port
+	],
+	'pg_upgrade of the adopted copy');
+write_bytes($u->data_dir . '/snowflake.nodes.import', 'SNOW');
+$u->start;
+$r = $u->next_refused('a damaged snowflake.nodes.import', undef, sqlstate => 'XX001',
+	message => qr/^snowflake node file "snowflake\.nodes" is damaged$/);
+like($r->{detail} // '', qr/The node sets to import, "snowflake\.nodes\.import", cannot be used: .*bytes long/,
+	'the detail names the import file');
+$u->stop;
+copy($c->data_dir . '/snowflake.state', $u->data_dir . '/snowflake.state.import') or die "copy: $!";
+copy($c->data_dir . '/snowflake.nodes', $u->data_dir . '/snowflake.nodes.import') or die "copy: $!";
+$u->start;
+ok($u->node->wait_for_log(qr/snowflake imported the node sets of "snowflake\.nodes\.import": used datacenter 1, machine 3; retired datacenter 1, machine 1; datacenter 1, machine 2/),
+	'the upgraded copy imported the node sets at start-up, and logged them');
+ok(-f $u->data_dir . '/snowflake.nodes.imported' && !-e $u->data_dir . '/snowflake.nodes.import',
+	'the import file was renamed to snowflake.nodes.imported');
+is($u->nodes_file->{retired}, '1/1,1/2', "the upgraded copy's snowflake.nodes retires the original's nodes");
+is($u->nodes_file->{used}, '1/3', 'and records its own used node');
+my $retired = qr/^snowflake_next\(\) refused: datacenter 1, machine \d is retired on this server$/;
+$u->refused('SELECT gen()', 'the upgraded copy: gen() (1/2, the SET clause pg_upgrade carried)', message => $retired);
+$u->next_refused('the upgraded copy: SET snowflake.machine_id = 1', 'SET snowflake.machine_id = 1;', message => $retired);
+$u->next_id('the upgraded copy issues as 1/3');
+$u->restart;
+$u->next_refused('the upgraded copy after a restart: 1/1', 'SET snowflake.machine_id = 1;', message => $retired);
+$u->stop;
+$o->stop;
 $new->summary;
 done_testing();

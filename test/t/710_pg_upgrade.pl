@@ -80,9 +80,13 @@ command_ok(\@upgrade, 'pg_upgrade upgrades it');
 # The documented step: the old state file, as snowflake.state.import, before the first start.
 PostgreSQL::Test::Utils::system_or_bail('cp', $old->data_dir . '/snowflake.state',
 	$new->data_dir . '/snowflake.state.import');
+PostgreSQL::Test::Utils::system_or_bail('cp', $old->data_dir . '/snowflake.nodes',
+	$new->data_dir . '/snowflake.nodes.import');
 $new->start;
 like(slurp_file($new->logfile), qr/snowflake imported the durable mark \d+ \(Unix ms\) from "snowflake\.state\.import"/,
 	'the new cluster imported the old durable mark');
+like(slurp_file($new->logfile), qr/snowflake imported the node sets of "snowflake\.nodes\.import": used datacenter 7, machine 13; retired none/,
+	'and the old node sets (snowflake.nodes.import)');
 my $mark_sql = 'SELECT floor(extract(epoch FROM reserved_until) * 1000)::bigint FROM snowflake_state()';
 cmp_ok($new->safe_psql('postgres', $mark_sql), '>=', $old_max_ms,
 	'the new cluster starts with the old durable mark, at the old IDs an hour ahead of its clock');
