@@ -8,8 +8,11 @@
  * such an ID therefore lies later in WAL than the record.  Replay (on a standby,
  * and in crash recovery) hands the mark to the function registered with the
  * resource manager (mark.c's), which records it in the server's own state
- * file and lifts every node above it.  This file only builds, logs and
- * decodes the record: it calls nothing else of the extension.
+ * file and lifts every node above it.  A second record, NODES, carries
+ * snowflake.nodes' used and retired sets, logged before each write of that
+ * file: replay writes them into the server's own file (mark.c), so standbys
+ * and copies of standbys know them.  This file only builds, logs and decodes
+ * the records: it calls nothing else of the extension.
  *
  * Trade-off: replay needs this library.  While records of ours lie after the
  * last checkpoint (on the primary) or are still to be replayed (on a standby),
