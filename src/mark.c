@@ -353,10 +353,32 @@ sf_nodes_any(const uint64 *set)
 }
 
 /*
+ * Write snowflake.nodes, then log the sets in WAL (a NODES record, flushed):
+ * the writer, under the lock.  File first (round 11, F1: with the record
+ * first, a base backup whose checkpoint fell between the two copied the old
+ * file and replayed from after the record, never learning the node): a copy
+ * whose snowflake.nodes predates the write has its checkpoint's redo pointer
+ * before the record, so it replays it; and no ID is issued under a new node
+ * before both are durable.  A failed write logs nothing (the file is as it
+ * was).  After a crash between the two, the writer logs the sets again
+ * before any node issues (nodes_logged).
+ */
+static SnowflakeStateResult
+sf_nodes_write_log(const SnowflakeNodesImage *img)
+{
+	SnowflakeStateResult res = sf_nodes_write(img);
+
+	if (res.ok)
+		sf_wal_log_nodes(img);
+	return res;
+}
+
+/*
  * Flag every slot from the sets (at start-up, and under the lock after they
  * change): retired, unknown (the file is damaged or unreadable), recorded
- * as used (free to issue), or not recorded yet (its first ID waits until the
- * writer records it: sf_nodes_await()).
+ * as used in the file and in WAL since this start (free to issue), or not
+ * recorded yet (its next ID waits until the writer records it:
+ * sf_nodes_await()).
  */
 static void
 sf_nodes_gates(SnowflakeShared *shared)
@@ -365,7 +387,7 @@ sf_nodes_gates(SnowflakeShared *shared)
 		pg_atomic_write_u32(&shared->slots[n].slot.retired,
 							shared->nodes_status != SF_STATE_OK ? SF_RETIRED_UNKNOWN :
 							SF_NODE_BIT(shared->nodes_retired, n) ? SF_RETIRED_YES :
-							SF_NODE_BIT(shared->nodes_used, n) ? SF_RETIRED_NO : SF_RETIRED_UNRECORDED);
+							SF_NODE_BIT(shared->nodes_used, n) && shared->nodes_logged ? SF_RETIRED_NO : SF_RETIRED_UNRECORDED);
 }
 
 /*
@@ -439,6 +461,7 @@ sf_nodes_load(SnowflakeShared *shared)
 	char		why[sizeof(shared->nodes_message)];
 
 	shared->nodes_status = SF_STATE_OK;
+	shared->nodes_logged = false;
 	shared->nodes_message[0] = '\0';
 	pg_atomic_write_u32(&shared->nodes_dirty, 0);
 	st = sf_nodes_read(&img, why, sizeof(why));
@@ -505,7 +528,7 @@ sf_nodes_await(int node, const char *caller)
 	int64		deadline = sf_mono_ns() + (int64) Max(sf_max_wait_ms, SF_MARK_GRACE_MS) * SF_NS_PER_MS;
 	bool		prepared = false;
 
-	pg_atomic_write_u32(&slot->used, 1);
+	pg_atomic_write_u32(&slot->record_wanted, 1);
 	for (;;)
 	{
 		Latch	   *latch;
@@ -592,7 +615,8 @@ sf_mark_note_used(void)
 /*
  * The used set as it should be (under the lock, or in the postmaster at
  * shutdown): what the file holds and every slot that issued an ID since
- * start-up.  Returns whether it holds a node the file does not.
+ * start-up or whose first ID waits to be recorded (never a retired one).
+ * Returns whether it holds a node the file does not.
  */
 static bool
 sf_nodes_collect(SnowflakeNodesImage *img)
@@ -603,7 +627,10 @@ sf_nodes_collect(SnowflakeNodesImage *img)
 	memcpy(img->retired, sf_shared->nodes_retired, sizeof(img->retired));
 	for (int n = 0; n < SF_NODE_COUNT; n++)
 	{
-		if (pg_atomic_read_u32(&sf_shared->slots[n].slot.used) != 0 && !SF_NODE_BIT(img->used, n))
+		SnowflakeSlot *slot = &sf_shared->slots[n].slot;
+
+		if ((pg_atomic_read_u32(&slot->used) != 0 || pg_atomic_read_u32(&slot->record_wanted) != 0) &&
+			!SF_NODE_BIT(img->used, n) && !SF_NODE_BIT(img->retired, n))
 		{
 			img->used[n / 64] |= UINT64CONST(1) << (n % 64);
 			changed = true;
@@ -635,18 +662,30 @@ sf_mark_record_nodes(void)
 		return;
 	if (sf_nodes_failures > 0 && sf_mono_ns() < sf_nodes_retry_ns)
 		return;
-	if (pg_atomic_exchange_u32(&sf_shared->nodes_dirty, 0) == 0 && sf_nodes_failures == 0)
+	if (pg_atomic_exchange_u32(&sf_shared->nodes_dirty, 0) == 0 && sf_nodes_failures == 0 &&
+		sf_shared->nodes_logged)
 		return;
 	LWLockAcquire(sf_shared->lock, LW_EXCLUSIVE);
 	changed = sf_nodes_collect(&img);
-	if (changed)
+	if (!changed && !sf_shared->nodes_logged)
 	{
-		/* WAL first: a standby, and any copy of it, learns the node before its first ID. */
+		/*
+		 * Once after start-up (or a promotion, or an adoption): the sets the
+		 * file holds go into WAL before any node issues, in case the last
+		 * write was not logged (a crash between the two).
+		 */
 		sf_wal_log_nodes(&img);
-		res = sf_nodes_write(&img);
+		sf_shared->nodes_logged = true;
+		sf_nodes_gates(sf_shared);
+	}
+	else if (changed)
+	{
+		/* A standby, and any copy of it, learns the node before its first ID. */
+		res = sf_nodes_write_log(&img);
 		if (res.ok)
 		{
 			memcpy(sf_shared->nodes_used, img.used, sizeof(sf_shared->nodes_used));
+			sf_shared->nodes_logged = true;
 			sf_nodes_gates(sf_shared);
 			pg_atomic_write_u64(&sf_shared->nodes_fail_until_ns, 0);
 		}
@@ -663,8 +702,7 @@ sf_mark_record_nodes(void)
 		}
 	}
 	LWLockRelease(sf_shared->lock);
-	if (changed)
-		ConditionVariableBroadcast(&sf_shared->mark_cv);
+	ConditionVariableBroadcast(&sf_shared->mark_cv);
 
 	if (!res.ok)
 	{
@@ -1763,6 +1801,22 @@ sf_mark_replayed(uint64 mark_tick, const SnowflakeIdentity *writer, uint32 write
  * the primary's own write, which the file holds if it succeeded; a node not
  * recorded waits for the writer again before its first ID).
  */
+/*
+ * Whether the file (the shared sets, under the lock) already holds every
+ * node of img, used and retired: then replaying it writes nothing (round 11,
+ * F2: a promoted standby's crash recovery replays records its standby replay
+ * already wrote, and must not stop on a file it cannot write then).
+ */
+static bool
+sf_nodes_covers(const SnowflakeNodesImage *img)
+{
+	for (int w = 0; w < SF_NODE_SET_WORDS; w++)
+		if ((img->used[w] & ~sf_shared->nodes_used[w]) != 0 ||
+			(img->retired[w] & ~sf_shared->nodes_retired[w]) != 0)
+			return false;
+	return true;
+}
+
 void
 sf_nodes_replayed(const SnowflakeNodesImage *img)
 {
@@ -1772,7 +1826,7 @@ sf_nodes_replayed(const SnowflakeNodesImage *img)
 	if (sf_shared == NULL)
 		return;
 	LWLockAcquire(sf_shared->lock, LW_EXCLUSIVE);
-	if (sf_shared->nodes_status == SF_STATE_OK)
+	if (sf_shared->nodes_status == SF_STATE_OK && !sf_nodes_covers(img))
 	{
 		res = sf_nodes_write(img);
 		if (res.ok)
@@ -1836,8 +1890,7 @@ sf_adopt_write(SnowflakeIdentity *old_owner, bool by_hand, SnowflakeNodesImage *
 				nodes.used[w] = 0;
 			}
 			/* WAL first: a standby of this copy knows the retired nodes if promoted later. */
-			sf_wal_log_nodes(&nodes);
-			res = sf_nodes_write(&nodes);
+			res = sf_nodes_write_log(&nodes);
 			if (res.ok)
 			{
 				memcpy(retired_now->retired, sf_shared->nodes_used, sizeof(retired_now->retired));
@@ -1864,8 +1917,7 @@ sf_adopt_write(SnowflakeIdentity *old_owner, bool by_hand, SnowflakeNodesImage *
 		 */
 		if (!res.ok && sf_nodes_any(retired_now->retired))
 		{
-			sf_wal_log_nodes(&before);
-			if (sf_nodes_write(&before).ok)
+			if (sf_nodes_write_log(&before).ok)
 			{
 				memcpy(sf_shared->nodes_used, before.used, sizeof(sf_shared->nodes_used));
 				memcpy(sf_shared->nodes_retired, before.retired, sizeof(sf_shared->nodes_retired));

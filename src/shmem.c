@@ -106,6 +106,7 @@ sf_shmem_init(void)
 		pg_atomic_init_u64(&slot->claim_until, 0);
 		pg_atomic_init_u64(&slot->claim_bound, 0);
 		pg_atomic_init_u32(&slot->used, 0);
+		pg_atomic_init_u32(&slot->record_wanted, 0);
 		pg_atomic_init_u32(&slot->retired, SF_RETIRED_NO);
 		pg_atomic_init_u32(&slot->rolling_back, 0);
 		pg_atomic_init_u32(&slot->refusal_streak, 0);

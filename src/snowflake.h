@@ -107,6 +107,7 @@ typedef struct SnowflakeSlot
 	pg_atomic_uint64 claim_until;	/* registry lease of this node, Unix ms */
 	pg_atomic_uint64 claim_bound;	/* no ID past this Unix ms under the claim */
 	pg_atomic_uint32 used;		/* issued an ID since start-up */
+	pg_atomic_uint32 record_wanted;	/* a call waits for snowflake.nodes to record this node */
 	pg_atomic_uint32 retired;	/* SF_RETIRED_*: never issue here (set at start-up and adoption) */
 	pg_atomic_uint32 rolling_back;	/* 1 while the clock is behind clock_high */
 	pg_atomic_uint32 refusal_streak;	/* refusals since the last ID issued */
@@ -206,6 +207,7 @@ typedef struct SnowflakeShared
 	uint64		nodes_used[SF_NODE_SET_WORDS];
 	uint64		nodes_retired[SF_NODE_SET_WORDS];
 	pg_atomic_uint32 nodes_dirty;
+	bool		nodes_logged;	/* the writer logged the sets in WAL since start-up (under the lock) */
 	pg_atomic_uint32 adopt_by_hand;
 	/* Failed writes of snowflake.nodes by the writer, and the last one's errno and step, for waiting callers. */
 	pg_atomic_uint64 nodes_write_failures;
