@@ -642,7 +642,7 @@ sf_nodes_collect(SnowflakeNodesImage *img)
 /*
  * The writer: record in snowflake.nodes the nodes whose first ID waits
  * (sf_nodes_await()), and any used since the last look: one write per new
- * node, its NODES record logged first.  Only a primary that owns its node
+ * node, then its NODES record.  Only a primary that owns its node
  * state records.  After a failed write the next attempt is scheduled (100 ms,
  * doubling, at most SF_RETRY_MAX_MS) and published (nodes_fail_until_ns):
  * callers wait for it or fail at once, so no role can turn its calls into
@@ -666,26 +666,29 @@ sf_mark_record_nodes(void)
 		sf_shared->nodes_logged)
 		return;
 	LWLockAcquire(sf_shared->lock, LW_EXCLUSIVE);
-	changed = sf_nodes_collect(&img);
-	if (!changed && !sf_shared->nodes_logged)
+	if (!sf_shared->nodes_logged)
 	{
+		SnowflakeNodesImage held;
+
 		/*
 		 * Once after start-up (or a promotion, or an adoption): the sets the
 		 * file holds go into WAL before any node issues, in case the last
 		 * write was not logged (a crash between the two).
 		 */
-		sf_wal_log_nodes(&img);
+		memcpy(held.used, sf_shared->nodes_used, sizeof(held.used));
+		memcpy(held.retired, sf_shared->nodes_retired, sizeof(held.retired));
+		sf_wal_log_nodes(&held);
 		sf_shared->nodes_logged = true;
 		sf_nodes_gates(sf_shared);
 	}
-	else if (changed)
+	changed = sf_nodes_collect(&img);
+	if (changed)
 	{
 		/* A standby, and any copy of it, learns the node before its first ID. */
 		res = sf_nodes_write_log(&img);
 		if (res.ok)
 		{
 			memcpy(sf_shared->nodes_used, img.used, sizeof(sf_shared->nodes_used));
-			sf_shared->nodes_logged = true;
 			sf_nodes_gates(sf_shared);
 			pg_atomic_write_u64(&sf_shared->nodes_fail_until_ns, 0);
 		}
@@ -1789,19 +1792,6 @@ sf_mark_replayed(uint64 mark_tick, const SnowflakeIdentity *writer, uint32 write
 }
 
 /*
- * Replay of snowflake.nodes' sets logged by the primary (startup process):
- * write them to this server's own file and flag the slots.  A standby, and
- * any copy of it, then knows the nodes its primary used and retired; a
- * standby built from a copy before the copy was adopted as a new server
- * knows what that adoption retired.  A file found damaged or unreadable is
- * never written over (every node stays refused).  If the write fails: on a
- * standby or a copy, recovery stops with the error (as for a mark: a restart
- * replays the record again, so the sets are never forgotten); in a primary's
- * own crash recovery it goes on with a WARNING (the sets were logged before
- * the primary's own write, which the file holds if it succeeded; a node not
- * recorded waits for the writer again before its first ID).
- */
-/*
  * Whether the file (the shared sets, under the lock) already holds every
  * node of img, used and retired: then replaying it writes nothing (round 11,
  * F2: a promoted standby's crash recovery replays records its standby replay
@@ -1817,6 +1807,20 @@ sf_nodes_covers(const SnowflakeNodesImage *img)
 	return true;
 }
 
+/*
+ * Replay of snowflake.nodes' sets logged by the primary (startup process):
+ * write them to this server's own file, where it lacks some of their nodes,
+ * and flag the slots.  A standby, and any copy of it, then knows the nodes
+ * its primary used and retired; a standby built from a copy before the copy
+ * was adopted as a new server knows what that adoption retired.  A file found
+ * damaged or unreadable is never written over (every node stays refused).
+ * If the write fails: on a standby or a copy, recovery stops with the error
+ * (as for a mark: a restart replays the record again, so the sets are never
+ * forgotten); in a primary's own crash recovery it goes on with a WARNING
+ * (the primary logged the record after writing its own file, so the file
+ * holds it already unless changed since; a node it lacks waits for the
+ * writer again before its first ID).
+ */
 void
 sf_nodes_replayed(const SnowflakeNodesImage *img)
 {
@@ -1889,7 +1893,7 @@ sf_adopt_write(SnowflakeIdentity *old_owner, bool by_hand, SnowflakeNodesImage *
 				nodes.retired[w] = sf_shared->nodes_retired[w] | sf_shared->nodes_used[w];
 				nodes.used[w] = 0;
 			}
-			/* WAL first: a standby of this copy knows the retired nodes if promoted later. */
+			/* Then its NODES record: a standby of this copy knows the retired nodes if promoted later. */
 			res = sf_nodes_write_log(&nodes);
 			if (res.ok)
 			{

@@ -9,7 +9,7 @@
  * and in crash recovery) hands the mark to the function registered with the
  * resource manager (mark.c's), which records it in the server's own state
  * file and lifts every node above it.  A second record, NODES, carries
- * snowflake.nodes' used and retired sets, logged before each write of that
+ * snowflake.nodes' used and retired sets, logged after each write of that
  * file: replay writes them into the server's own file (mark.c), so standbys
  * and copies of standbys know them.  This file only builds, logs and decodes
  * the records: it calls nothing else of the extension.
@@ -117,7 +117,7 @@ sf_wal_log_mark(uint64 mark_tick, const SnowflakeIdentity *writer)
 }
 
 /*
- * Log snowflake.nodes' sets as they are about to be written, and flush: a
+ * Log snowflake.nodes' sets as just written, and flush: a
  * standby (and so any copy of it) learns which nodes this node state issued
  * under and which it must never issue, before the first ID of a new node.
  */
