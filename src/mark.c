@@ -780,6 +780,16 @@ sf_mark_write(int64 target, bool wait, bool by_writer)
 	img.timeline = sf_timeline_now();
 	res = sf_statefile_write(&img);
 
+	/*
+	 * And again once the file holds it, before any ID beyond the old mark
+	 * (round 12): a base backup whose checkpoint fell between the first
+	 * record and the file's rename copied the old file and does not replay
+	 * the first record, but it replays this one, so a standby built from it
+	 * knows the mark before any commit that uses an ID beyond the old one.
+	 */
+	if (res.ok)
+		sf_wal_log_mark(img.mark, sf_shared->copied ? NULL : &sf_shared->self);
+
 	took = sf_mono_ns() - started;
 	pg_atomic_write_u64(&sf_shared->write_started, 0);
 	/* The slowest recent write, forgotten by an eighth at each write. */
