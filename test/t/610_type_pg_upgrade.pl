@@ -108,4 +108,24 @@ $new->safe_psql('postgres', q{CREATE ROLE mallory LOGIN});
 my ($ret, $out, $err) = $new->psql('postgres', q{SELECT snowflake_repair_integer_ops()}, extra_params => [ '-U', 'mallory' ]);
 like($err, qr/permission denied for function snowflake_repair_integer_ops/, 'a role without the grant cannot run it');
 
+# Attack on issue 19, round 13, F2: a database owned by a low-privileged role, in which the superuser runs the
+# documented repair.  The owner creates a schema named like the superuser ("$user", first in the default
+# search_path) holding a look-alike that would make it superuser.  The documented call (search_path pinned,
+# the function qualified with the extension's schema) runs the extension's function, not the look-alike.
+my $superuser = $new->safe_psql('postgres', 'SELECT current_user');
+$new->safe_psql('postgres', q{CREATE DATABASE app OWNER mallory});
+$new->safe_psql('app', q{CREATE EXTENSION snowflake});
+$new->safe_psql('app', qq{CREATE SCHEMA "$superuser";
+CREATE TABLE public.planted_calls (at timestamptz);
+CREATE FUNCTION "$superuser".snowflake_repair_integer_ops() RETURNS integer LANGUAGE plpgsql AS \$\$
+BEGIN
+	INSERT INTO public.planted_calls VALUES (now());
+	EXECUTE 'ALTER ROLE mallory SUPERUSER';
+	RETURN -1;
+END \$\$;}, extra_params => [ '-U', 'mallory' ]);
+is($new->safe_psql('app', q{SET search_path = pg_catalog, pg_temp; SELECT public.snowflake_repair_integer_ops()}), '0',
+	"the documented call in mallory's database runs the extension's repair (0: nothing missing)");
+is($new->safe_psql('app', q{SELECT count(*) FROM public.planted_calls}), '0', 'the look-alike never ran');
+is($new->safe_psql('postgres', q{SELECT rolsuper FROM pg_roles WHERE rolname = 'mallory'}), 'f', 'mallory stays unprivileged');
+
 done_testing();
