@@ -737,6 +737,13 @@ sf_nodes_shutdown(SnowflakeShared *shared)
 						"At shutdown: the nodes used since the last write are not recorded.");
 }
 
+/* Log a mark of target ticks in WAL (sf_mark_write, before and after the file's write). */
+static void
+sf_mark_log(int64 target)
+{
+	sf_wal_log_mark((uint64) target, sf_shared->copied ? NULL : &sf_shared->self);
+}
+
 /*
  * Write a mark of target ticks and publish it.  wait: queue for the lock (the
  * writer); otherwise give up when another process holds it (a caller with no
@@ -772,7 +779,7 @@ sf_mark_write(int64 target, bool wait, bool by_writer)
 	 * an ID beyond the old one.  (XLogInsert can only fail by PANIC here; the
 	 * lock is released by the abort in any case.)
 	 */
-	sf_wal_log_mark((uint64) target, sf_shared->copied ? NULL : &sf_shared->self);
+	sf_mark_log(target);
 	memset(&img, 0, sizeof(img));
 	img.mark = (uint64) target;
 	sf_mark_clock(&img);
@@ -788,7 +795,7 @@ sf_mark_write(int64 target, bool wait, bool by_writer)
 	 * knows the mark before any commit that uses an ID beyond the old one.
 	 */
 	if (res.ok)
-		sf_wal_log_mark(img.mark, sf_shared->copied ? NULL : &sf_shared->self);
+		sf_mark_log((int64) img.mark);
 
 	took = sf_mono_ns() - started;
 	pg_atomic_write_u64(&sf_shared->write_started, 0);
