@@ -47,15 +47,22 @@ my $new = SnowflakeTest->new('new', id_key => 'old', conf => 'snowflake.max_cloc
 my $bindir = $old->node->config_data('--bindir');
 my $work = PostgreSQL::Test::Utils::tempdir;
 chdir $work or die "chdir $work: $!";
-command_ok(
-	[
-		"$bindir/pg_upgrade", '--no-sync',
-		'-d', $old->data_dir, '-D', $new->data_dir,
-		'-b', $bindir, '-B', $bindir,
-		'-s', $new->node->host,
-		'-p', $old->node->port, '-P', $new->node->port
-	],
-	'pg_upgrade from the old cluster to the new one');
+# pg_upgrade (same version) from one stopped cluster into a fresh one.
+sub upgrade_ok
+{
+	my ($from, $to, $what) = @_;
+	command_ok(
+		[
+			"$bindir/pg_upgrade", '--no-sync',
+			'-d', $from->data_dir, '-D', $to->data_dir,
+			'-b', $bindir, '-B', $bindir,
+			'-s', $to->node->host,
+			'-p', $from->node->port, '-P', $to->node->port
+		],
+		$what);
+	return;
+}
+upgrade_ok($old, $new, 'pg_upgrade from the old cluster to the new one');
 ok(-f $new->data_dir . '/snowflake.state', 'pg_upgrade\'s own starts of the new cluster created a state file');
 
 # A damaged import file: generation stops, it is not ignored.
@@ -129,15 +136,7 @@ is($c->query('SELECT snowflake_adopt_state()'), 't', 'the copy adopted by hand a
 $c->next_id('the copy issues as 1/3');
 $c->stop;
 my $u = SnowflakeTest->new('copy_upgraded', id_key => 'orig', conf => 'snowflake.machine_id = 3');
-command_ok(
-	[
-		"$bindir/pg_upgrade", '--no-sync',
-		'-d', $c->data_dir, '-D', $u->data_dir,
-		'-b', $bindir, '-B', $bindir,
-		'-s', $u->node->host,
-		'-p', $c->node->port, '-P', $u->node->port
-	],
-	'pg_upgrade of the adopted copy');
+upgrade_ok($c, $u, 'pg_upgrade of the adopted copy');
 write_bytes($u->data_dir . '/snowflake.nodes.import', 'SNOW');
 $u->start;
 $r = $u->next_refused('a damaged snowflake.nodes.import', undef, sqlstate => 'XX001',
