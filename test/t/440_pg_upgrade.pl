@@ -144,6 +144,15 @@ $r = $u->next_refused('a damaged snowflake.nodes.import', undef, sqlstate => 'XX
 like($r->{detail} // '', qr/The node sets to import, "snowflake\.nodes\.import", cannot be used: .*bytes long/,
 	'the detail names the import file');
 $u->stop;
+# An import that cannot be read (permissions): refused as unreadable (58030), not damaged.
+chmod(0000, $u->data_dir . '/snowflake.nodes.import') or die "chmod: $!";
+$u->start;
+$r = $u->next_refused('an unreadable snowflake.nodes.import', undef, sqlstate => '58030',
+	message => qr/^could not read snowflake node file "snowflake\.nodes"$/);
+like($r->{detail} // '', qr/The node sets to import, "snowflake\.nodes\.import", cannot be used: .*Permission denied/,
+	'the detail names the import file and the error');
+$u->stop;
+unlink($u->data_dir . '/snowflake.nodes.import') or die "unlink: $!";
 copy($c->data_dir . '/snowflake.state', $u->data_dir . '/snowflake.state.import') or die "copy: $!";
 copy($c->data_dir . '/snowflake.nodes', $u->data_dir . '/snowflake.nodes.import') or die "copy: $!";
 $u->start;

@@ -8,6 +8,7 @@
 use strict;
 use warnings;
 use Cwd;
+use FindBin;
 use File::Temp;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
@@ -123,9 +124,22 @@ BEGIN
 	EXECUTE 'ALTER ROLE mallory SUPERUSER';
 	RETURN -1;
 END \$\$;}, extra_params => [ '-U', 'mallory' ]);
-is($new->safe_psql('app', q{SET search_path = pg_catalog, pg_temp; SELECT public.snowflake_repair_integer_ops()}), '0',
-	"the documented call in mallory's database runs the extension's repair (0: nothing missing)");
-is($new->safe_psql('app', q{SELECT count(*) FROM public.planted_calls}), '0', 'the look-alike never ran');
-is($new->safe_psql('postgres', q{SELECT rolsuper FROM pg_roles WHERE rolname = 'mallory'}), 'f', 'mallory stays unprivileged');
+# The calls exactly as the documentation gives them: docs/failover.md's psql line (its -c commands)
+# and docs/type.md's SQL block.
+my $root = "$FindBin::RealBin/../..";
+my ($psql_line) = grep { /^psql .*snowflake_repair_integer_ops/ } split /\n/, slurp_file("$root/docs/failover.md");
+die 'docs/failover.md has no psql line calling snowflake_repair_integer_ops()' unless defined $psql_line;
+my $from_failover = join(";\n", $psql_line =~ /-c '([^']*)'/g) . ';';
+my ($from_type) = slurp_file("$root/docs/type.md") =~ /```sql\n((?:(?!```).)*?snowflake_repair_integer_ops(?:(?!```).)*?)```/s;
+die 'docs/type.md has no SQL block calling snowflake_repair_integer_ops()' unless defined $from_type;
+for my $call ([ 'docs/failover.md', $from_failover ], [ 'docs/type.md', $from_type ])
+{
+	my ($doc, $sql) = @$call;
+	is($new->safe_psql('app', $sql), '0',
+		"$doc: the documented call in mallory's database runs the extension's repair (0: nothing missing)");
+	is($new->safe_psql('app', q{SELECT count(*) FROM public.planted_calls}), '0', "$doc: the look-alike never ran");
+	is($new->safe_psql('postgres', q{SELECT rolsuper FROM pg_roles WHERE rolname = 'mallory'}), 'f',
+		"$doc: mallory stays unprivileged");
+}
 
 done_testing();
