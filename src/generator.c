@@ -270,6 +270,15 @@ sf_check_can_generate(const char *caller)
 		int			mine;
 		int			theirs;
 
+		if (sf_failover_adopt && sf_mark_recovery_target() != NULL && !RecoveryInProgress())
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("%s refused: this data directory is a copy of the one that owns the node state, and %s is set",
+							caller, sf_mark_recovery_target()),
+					 errdetail("snowflake.failover_adopt does not adopt after a recovery with a recovery target: a standby that stops at the target "
+							   "leaves the WAL it received after it unreplayed, and with it the marks of IDs its primary issued."),
+					 errhint("If this server replaces that one for good: " SF_ADOPT_REMEDY " "
+							 "If it is a new server: " SF_NEW_SERVER_STEPS)));
 		if (sf_failover_adopt && !sf_mark_promoted())
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),

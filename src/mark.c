@@ -232,7 +232,40 @@ sf_mark_promoted(void)
 
 	return file_tli != 0 && !RecoveryInProgress() &&
 		(uint32) GetWALInsertionTimeLine() > file_tli &&
+		sf_mark_recovery_target() == NULL &&
 		sf_shared->standby_witness && sf_owner_evidence_fresh();
+}
+
+/*
+ * The recovery target setting of this server, if one is set (round 14, F1),
+ * else NULL.  A standby that stops at a recovery target (and promotes, or
+ * pauses and is promoted) leaves unreplayed the WAL it received after the
+ * target: MARK records of IDs its primary issued and streamed to it.  The
+ * settings are fixed at server start, and a promotion that
+ * snowflake.failover_adopt acts on happened since this server's last start
+ * (its evidence is forgotten at every start), so they are the ones the
+ * promotion ran with.  Set but never reached also counts: refusing then is
+ * the safe side.
+ */
+const char *
+sf_mark_recovery_target(void)
+{
+	switch (recoveryTarget)
+	{
+		case RECOVERY_TARGET_UNSET:
+			return NULL;
+		case RECOVERY_TARGET_XID:
+			return "recovery_target_xid";
+		case RECOVERY_TARGET_TIME:
+			return "recovery_target_time";
+		case RECOVERY_TARGET_NAME:
+			return "recovery_target_name";
+		case RECOVERY_TARGET_LSN:
+			return "recovery_target_lsn";
+		case RECOVERY_TARGET_IMMEDIATE:
+			return "recovery_target";
+	}
+	return "recovery_target";
 }
 
 /*
@@ -393,9 +426,11 @@ sf_nodes_gates(SnowflakeShared *shared)
 /*
  * Start-up (postmaster): take in snowflake.nodes.import, the old cluster's
  * snowflake.nodes copied into this data directory after pg_upgrade (which
- * carries neither file): its used and retired nodes join this file's
- * (*sets), whatever system it belongs to; the sets only grow, so importing
- * even the wrong file cannot let a retired node issue, only refuse more.
+ * carries neither file): its retired nodes join this file's (*sets),
+ * whatever system it belongs to, and so do its used ones if this file
+ * records no node yet (else they are retired: below); the sets only grow,
+ * so importing even the wrong file cannot let a node issue that would not
+ * otherwise, only refuse more.
  * Written at once, then renamed to snowflake.nodes.imported; if the write
  * fails the sets hold in memory (the writer's next write of the file carries
  * them) and the import file stays, to be taken in again at the next start.
@@ -407,8 +442,11 @@ sf_nodes_import(SnowflakeShared *shared, SnowflakeNodesImage *sets)
 	SnowflakeNodesImage imp;
 	SnowflakeReadStatus st;
 	SnowflakeStateResult res;
+	SnowflakeNodesImage late_retired;
+	bool		fresh;
 	char		why[sizeof(shared->nodes_message)];
 
+	memset(&late_retired, 0, sizeof(late_retired));
 	st = sf_nodes_read_path(SF_NODES_IMPORT_FILE, true, &imp, why, sizeof(why));
 	if (st == SF_READ_MISSING)
 		return;
@@ -424,10 +462,28 @@ sf_nodes_import(SnowflakeShared *shared, SnowflakeNodesImage *sets)
 						 SF_NODES_FILE)));
 		return;
 	}
+	/*
+	 * A node counts as used only where this lineage issued under it: a copy
+	 * configured as a used node adopts by hand as the original's replacement
+	 * and retires nothing.  So the import's used nodes join this file's used
+	 * set only in a cluster whose file records no node yet (the new cluster
+	 * of pg_upgrade, before its first ID).  Taken in later (round 14, F2: a
+	 * copy given another cluster's file, then configured as that file's node,
+	 * adopted as a replacement and issued its original's node), those this
+	 * cluster has not used are retired instead: a wrong file can only refuse
+	 * more.
+	 */
+	fresh = !sf_nodes_any(sets->used) && !sf_nodes_any(sets->retired);
 	for (int w = 0; w < SF_NODE_SET_WORDS; w++)
 	{
-		sets->used[w] |= imp.used[w];
 		sets->retired[w] |= imp.retired[w];
+		if (fresh)
+			sets->used[w] |= imp.used[w];
+		else
+		{
+			late_retired.retired[w] = imp.used[w] & ~sets->used[w] & ~sets->retired[w];
+			sets->retired[w] |= late_retired.retired[w];
+		}
 	}
 	res = sf_nodes_write(sets);
 	if (!res.ok)
@@ -445,6 +501,13 @@ sf_nodes_import(SnowflakeShared *shared, SnowflakeNodesImage *sets)
 			(errmsg("snowflake imported the node sets of \"%s\": used %s; retired %s", SF_NODES_IMPORT_FILE,
 					sf_nodes_any(imp.used) ? sf_nodes_text(imp.used) : "none",
 					sf_nodes_any(imp.retired) ? sf_nodes_text(imp.retired) : "none")));
+	if (!fresh)
+		ereport(WARNING,
+				(errmsg("snowflake took in \"%s\" after this server recorded nodes of its own: the nodes it used are retired here, not used",
+						SF_NODES_IMPORT_FILE),
+				 errdetail("Retired now: %s. An import's used nodes count as this server's own only at the first start after pg_upgrade, "
+						   "before any ID; later they could make a copy configured as one of them adopt as a replacement instead of as a new server.",
+						   sf_nodes_any(late_retired.retired) ? sf_nodes_text(late_retired.retired) : "none")));
 }
 
 /*

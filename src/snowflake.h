@@ -409,6 +409,7 @@ pg_noreturn extern void sf_nodes_refuse(const char *caller);
 extern void sf_check_session_node(const char *caller);
 extern void sf_mark_older_sessions(void);
 extern bool sf_mark_promoted(void);
+extern const char *sf_mark_recovery_target(void);
 extern bool sf_mark_adopt_node_ok(int *mine, int *theirs);
 extern void sf_mark_publish_node(void);
 extern void sf_mark_observe_upstream(void);

@@ -107,8 +107,11 @@ $new->ids('SELECT snowflake_next() FROM generate_series(1, 100)', 'upgraded clus
 # passes them, then issues above them (attack on issue 19, round 2, F4).
 $new->set_clock('+2h');
 my @new_ids = $new->ids('SELECT snowflake_next() FROM generate_series(1, 1000)', 'new cluster, clock two hours ahead', count => 1000);
+push @new_ids, $new->next_id('new cluster, a node the old one never used (1/2)', 'SET snowflake.machine_id = 2;');
 $new->stop;
 copy($new->data_dir . '/snowflake.state', $old->data_dir . '/snowflake.state.import')
+  or die "copy: $!";
+copy($new->data_dir . '/snowflake.nodes', $old->data_dir . '/snowflake.nodes.import')
   or die "copy: $!";
 $old->set_clock('+1h');
 $old->start;
@@ -116,7 +119,13 @@ $r = $old->next_refused('the old cluster again, its clock behind the new cluster
 	message => qr/clock is behind the IDs already issued/);
 $old->set_clock('+2h');
 my @back = $old->ids('SELECT snowflake_next() FROM generate_series(1, 1000)', 'the old cluster again, clock caught up', count => 1000);
-cmp_ok($back[0], '>', $new_ids[-1], 'the old cluster issues above every ID of the new one');
+cmp_ok($back[0], '>', $new_ids[-2], 'the old cluster issues above every ID of the new one');
+# The old cluster's file records its own node already: the new cluster's node it never used (1/2) is
+# retired, not taken as its own (round 14, F2: an import's used nodes count only at a first start).
+like(slurp_file($old->node->logfile), qr/snowflake took in "snowflake\.nodes\.import" after this server recorded nodes of its own.*\n.*DETAIL:  Retired now: datacenter 1, machine 2\./,
+	'the old cluster took the new cluster\'s node sets in, retiring 1/2');
+$old->next_refused('the old cluster as 1/2', 'SET snowflake.machine_id = 2;',
+	message => qr/^snowflake_next\(\) refused: datacenter 1, machine 2 is retired on this server$/);
 $old->stop;
 
 # snowflake.nodes through pg_upgrade (the documented step, docs/failover.md "Upgrades": the old

@@ -53,6 +53,32 @@ kill('CONT', $writer) or die "kill CONT: $!";
 $o->next_id('the first ID of 1/9 once the writer goes on', 'SET snowflake.machine_id = 9;');
 like($o->nodes_file->{used}, qr{(^|,)1/9$}, 'and snowflake.nodes records 1/9');
 
+# No writer running (it exited; the postmaster, stopped here, cannot restart it yet): the refusal says so.
+# The call runs in a session opened before, which needs no postmaster.
+my $bg = $o->background;
+$bg->query_safe('SET snowflake.max_wait_ms = 200; SET snowflake.machine_id = 8');
+my $pm = $o->node->{_pid};
+$writer = $o->writer_pid;
+kill('STOP', $pm) or die "kill STOP postmaster: $!";
+kill('TERM', $writer) or die "kill TERM writer: $!";
+my $exited = 0;
+for (1 .. 300)
+{
+	my $stat = slurp_file("/proc/$writer/stat");
+	if ($stat =~ /^\d+ \(.*\) Z /) { $exited = 1; last; }
+	usleep(100_000);
+}
+ok($exited, 'the writer exited (not reaped while the postmaster is stopped)');
+my $none = $bg->query("SELECT snowflake_next()");
+kill('CONT', $pm) or die "kill CONT postmaster: $!";
+like($bg->{stderr}, qr/did not record datacenter 1, machine 8 within snowflake\.max_wait_ms \(200 ms\).*\n(.*\n)*?DETAIL:.*no reservation writer is running to write it/,
+	'refused: the detail says no reservation writer is running');
+is($none, q{}, 'no ID was returned');
+$bg->quit;
+$o->writer_pid;
+$o->next_id('the first ID of 1/8 once the writer is back', 'SET snowflake.machine_id = 8; SET snowflake.max_wait_ms = 30000;');
+like($o->nodes_file->{used}, qr{(^|,)1/8(,|$)}, 'and snowflake.nodes records 1/8');
+
 # Round 10 (4): the server crashes right after a node's first ID: the node is recorded.
 for my $m (10 .. 12)
 {
@@ -111,7 +137,7 @@ unlink($c->data_dir . '/standby.signal');
 $c->start;
 ok($c->node->poll_query_until('postgres', 'SELECT NOT pg_is_in_recovery()'), 'the copy of the standby runs as a primary');
 is($c->query('SELECT snowflake_adopt_state()'), 't', 'the copy of the standby adopted by hand as a new server (1/20)');
-is($c->nodes_file->{retired}, '1/1,1/2,1/3,1/4,1/5,1/6,1/9,1/10,1/11,1/12,1/13,1/14',
+is($c->nodes_file->{retired}, '1/1,1/2,1/3,1/4,1/5,1/6,1/8,1/9,1/10,1/11,1/12,1/13,1/14',
 	"it retired every node the primary used");
 $c->refused('SELECT gen()', 'the copy of the standby: gen() (1/2)', message => $retired);
 $c->next_refused('the copy of the standby: 1/14', 'SET snowflake.machine_id = 14;', message => $retired);
