@@ -493,12 +493,12 @@ COMMENT ON FUNCTION @extschema@.snowflake_note_release(int, int) IS
 -- library that call refuses while the extension is older than 1.3 (src/migrate.c).
 
 CREATE FUNCTION snowflake_migrate_exec(role oid, stmts text[])
-RETURNS void
+RETURNS text
 AS 'MODULE_PATHNAME', 'snowflake_migrate_exec'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
 
 COMMENT ON FUNCTION snowflake_migrate_exec(oid, text[]) IS
-'internal: runs statements as a role whose privileges the caller has, in a security-restricted operation with search_path pg_catalog, pg_temp (used by snowflake_migrate_column())';
+'internal: runs statements as a role whose privileges the caller has, in a security-restricted operation with search_path pg_catalog, pg_temp; returns the first column of the last statement''s first row, as text (used by snowflake_migrate_column())';
 
 CREATE FUNCTION snowflake_migrate_floor()
 RETURNS bigint
@@ -682,7 +682,6 @@ DECLARE
     v_max       bigint;
     v_min_new   bigint;
     v_root      regclass;
-    v_rowsec    text;
     v_ctx       text;       -- the call stack (GET DIAGNOSTICS PG_CONTEXT)
     v_line      text;
     v_fn        regprocedure;
@@ -951,13 +950,25 @@ BEGIN
         EXECUTE format('LOCK TABLE %s IN ACCESS EXCLUSIVE MODE', tbl);
 
         -- New IDs must sort above every existing one. Read under a snapshot taken after the lock
-        -- (READ COMMITTED), with row-level security off: the caller holds the owner's privileges
-        -- (ALTER TABLE needs them), so either every row counts and no policy runs, or a policy
-        -- forced on the owner makes this refuse.
-        v_rowsec := current_setting('row_security');
-        PERFORM set_config('row_security', 'off', true);
-        EXECUTE format('SELECT max(%I) FROM %s', col, tbl) INTO v_max;
-        PERFORM set_config('row_security', v_rowsec, true);
+        -- (READ COMMITTED), with row-level security off, as the table's owner in a
+        -- security-restricted operation like every other step (round 14 of the outside attack:
+        -- read as the caller, a superuser, a postgres_fdw foreign table among the children
+        -- connected with a superuser's rights, and the remote side ran the owner's code as a
+        -- superuser): either every row counts and no policy runs, or a policy forced on the owner
+        -- makes this refuse.
+        -- A policy forced on the owner would hide rows from it: refuse, naming the way out.  (Only
+        -- the key table's policies apply when it is read; its children's and partitions' do not.)
+        IF EXISTS (SELECT FROM pg_class c JOIN pg_roles ro ON ro.oid = c.relowner
+                   WHERE c.oid = tbl AND c.relrowsecurity AND c.relforcerowsecurity
+                     AND NOT ro.rolsuper AND NOT ro.rolbypassrls) THEN
+            RAISE EXCEPTION 'row-level security is forced on table % for its owner, role %, as whom the check of existing values reads it',
+                            tbl, quote_ident(pg_get_userbyid(v_owner))
+                USING ERRCODE = 'insufficient_privilege',
+                      DETAIL = 'A policy that applies to the owner could hide rows from the check that new IDs sort above every existing one.',
+                      HINT = format('In one transaction: ALTER TABLE %s NO FORCE ROW LEVEL SECURITY, then the migration, then ALTER TABLE %s FORCE ROW LEVEL SECURITY.', tbl, tbl);
+        END IF;
+        v_max := @extschema@.snowflake_migrate_exec(v_owner,
+                     ARRAY['SET LOCAL row_security = off', format('SELECT max(%I)::text FROM %s', col, tbl)])::bigint;
         -- The smallest ID the generator may issue from now on, from the time it trusts (not the
         -- wall clock, which may have jumped ahead); refused while generation is held.
         v_min_new := @extschema@.snowflake_migrate_floor();
@@ -1969,6 +1980,10 @@ DECLARE
                     WHERE am.amname = 'btree' AND f.opfname = 'integer_ops' AND f.opfnamespace = 'pg_catalog'::regnamespace);
     hash    oid := (SELECT f.oid FROM pg_catalog.pg_opfamily f JOIN pg_catalog.pg_am am ON am.oid = f.opfmethod
                     WHERE am.amname = 'hash' AND f.opfname = 'integer_ops' AND f.opfnamespace = 'pg_catalog'::regnamespace);
+    -- Only the extension's own operators count: a database's owner may create operators of the
+    -- same name and types in the extension's schema (round 14 of the outside attack: the lookup
+    -- then found two and the repair failed).
+    ext     oid := (SELECT e.oid FROM pg_catalog.pg_extension e WHERE e.extname = 'snowflake');
     pair    regtype[];
     st      int;
     added   int := 0;
@@ -1993,6 +2008,10 @@ BEGIN
                                (SELECT o.oid::regoperator::text FROM pg_catalog.pg_operator o
                                 WHERE o.oprleft = pair[1] AND o.oprright = pair[2]
                                   AND o.oprnamespace IN ('pg_catalog'::regnamespace, '@extschema@'::regnamespace)
+                                  AND EXISTS (SELECT FROM pg_catalog.pg_depend d
+                                              WHERE d.classid = 'pg_catalog.pg_operator'::pg_catalog.regclass AND d.objid = o.oid
+                                                AND d.refclassid = 'pg_catalog.pg_extension'::pg_catalog.regclass
+                                                AND d.refobjid = ext AND d.deptype = 'e')
                                   AND o.oprname = CASE WHEN pair[1] = pair[2] AND st <> 3
                                                        THEN (ARRAY['|<|', '|<=|', '', '|>=|', '|>|'])[st]
                                                        ELSE (ARRAY['<', '<=', '=', '>=', '>'])[st] END));
@@ -2004,7 +2023,11 @@ BEGIN
             EXECUTE format('ALTER OPERATOR FAMILY pg_catalog.integer_ops USING hash ADD OPERATOR 1 %s',
                            (SELECT o.oid::regoperator::text FROM pg_catalog.pg_operator o
                             WHERE o.oprleft = pair[1] AND o.oprright = pair[2] AND o.oprname = '='
-                              AND o.oprnamespace IN ('pg_catalog'::regnamespace, '@extschema@'::regnamespace)));
+                              AND o.oprnamespace IN ('pg_catalog'::regnamespace, '@extschema@'::regnamespace)
+                              AND EXISTS (SELECT FROM pg_catalog.pg_depend d
+                                          WHERE d.classid = 'pg_catalog.pg_operator'::pg_catalog.regclass AND d.objid = o.oid
+                                            AND d.refclassid = 'pg_catalog.pg_extension'::pg_catalog.regclass
+                                            AND d.refobjid = ext AND d.deptype = 'e')));
             added := added + 1;
         END IF;
     END LOOP;
@@ -2041,9 +2064,18 @@ DO $$
 DECLARE
     op regoperator;
 BEGIN
+    -- Only the extension's own operators (round 14 of the outside attack: any role that may
+    -- create in the extension's schema, its database's owner for one, planted =(snowflake,
+    -- numeric) there, and the update moved it into pg_catalog, where a pinned search_path
+    -- finds it, so that it ran as the superuser who queried).
     FOR op IN SELECT o.oid FROM pg_catalog.pg_operator o
               WHERE o.oprnamespace = '@extschema@'::regnamespace AND o.oprname IN ('=', '<>', '<', '<=', '>', '>=')
                 AND '@extschema@.snowflake'::regtype IN (o.oprleft, o.oprright)
+                AND EXISTS (SELECT FROM pg_catalog.pg_depend d
+                            WHERE d.classid = 'pg_catalog.pg_operator'::pg_catalog.regclass AND d.objid = o.oid
+                              AND d.refclassid = 'pg_catalog.pg_extension'::pg_catalog.regclass
+                              AND d.refobjid = (SELECT e.oid FROM pg_catalog.pg_extension e WHERE e.extname = 'snowflake')
+                              AND d.deptype = 'e')
               ORDER BY o.oid
     LOOP
         EXECUTE format('ALTER OPERATOR %s SET SCHEMA pg_catalog', op);

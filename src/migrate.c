@@ -48,7 +48,12 @@ PG_FUNCTION_INFO_V1(snowflake_migrate_floor);
  * snowflake_migrate_exec(role oid, stmts text[]): runs each statement, in
  * order, as role, in a security-restricted operation with search_path
  * pg_catalog, pg_temp.  The caller must hold role's privileges (it could SET
- * ROLE to it anyway): this never lets anyone do more than they can.
+ * ROLE to it anyway): this never lets anyone do more than they can.  Returns
+ * the first column of the first row the last statement returned, as text
+ * (NULL if none): the max() check reads the table this way, as its owner
+ * (round 14 of the outside attack: read as the caller, a superuser, a
+ * foreign table among the children connected with the caller's rights and
+ * ran the remote side's code as a superuser).
  */
 Datum
 snowflake_migrate_exec(PG_FUNCTION_ARGS)
@@ -61,13 +66,15 @@ snowflake_migrate_exec(PG_FUNCTION_ARGS)
 	Oid			save_userid;
 	int			save_sec_context;
 	int			save_nestlevel;
+	MemoryContext callcxt = CurrentMemoryContext;
+	char	   *result = NULL;
 
 	if (PG_ARGISNULL(0))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("role must not be null")));
 	if (PG_ARGISNULL(1))
-		PG_RETURN_VOID();
+		PG_RETURN_NULL();
 	role = PG_GETARG_OID(0);
 	stmts = PG_GETARG_ARRAYTYPE_P(1);
 
@@ -84,7 +91,7 @@ snowflake_migrate_exec(PG_FUNCTION_ARGS)
 
 	deconstruct_array(stmts, TEXTOID, -1, false, TYPALIGN_INT, &elems, &nulls, &nelems);
 	if (nelems == 0)
-		PG_RETURN_VOID();
+		PG_RETURN_NULL();
 
 	/*
 	 * As REFRESH MATERIALIZED VIEW does: switch to the role, in a
@@ -113,13 +120,23 @@ snowflake_migrate_exec(PG_FUNCTION_ARGS)
 		if (rc < 0)
 			elog(ERROR, "SPI_execute failed (%d) on: %s", rc, sql);
 		pfree(sql);
+		result = NULL;
+		if (SPI_tuptable != NULL && SPI_processed > 0 && SPI_tuptable->tupdesc->natts > 0)
+		{
+			char	   *v = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+
+			if (v != NULL)
+				result = MemoryContextStrdup(callcxt, v);
+		}
 	}
 	SPI_finish();
 
 	AtEOXact_GUC(false, save_nestlevel);
 	SetUserIdAndSecContext(save_userid, save_sec_context);
 
-	PG_RETURN_VOID();
+	if (result == NULL)
+		PG_RETURN_NULL();
+	PG_RETURN_TEXT_P(cstring_to_text(result));
 }
 
 /*

@@ -264,9 +264,16 @@ SELECT count(*) AS dba_sees FROM h_rls;
 SELECT try('SELECT snowflake_migrate_column(''h_rls'')');
 RESET ROLE;
 SELECT col_info('h_rls', 'id');
--- a superuser reads every row
+-- a superuser too: the check reads the table as its owner (round 14: read as the caller, a foreign
+-- child ran the owner's code with a superuser's rights)
+SELECT try('SELECT snowflake_migrate_column(''h_rls'')');
+-- the way out the hint gives: the policy not forced for the migration; the check then sees every
+-- row, the one from 2070 too
 \set VERBOSITY terse
+BEGIN;
+ALTER TABLE h_rls NO FORCE ROW LEVEL SECURITY;
 SELECT snowflake_migrate_column('h_rls');
+ROLLBACK;
 \set VERBOSITY default
 
 -- above READ COMMITTED the check could miss rows committed before the lock: refused
