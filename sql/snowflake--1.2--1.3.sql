@@ -2062,8 +2062,15 @@ REVOKE ALL ON FUNCTION snowflake_repair_integer_ops() FROM PUBLIC;
 
 DO $$
 DECLARE
+    -- The script runs with search_path set to the extension's schema, where a database's owner
+    -- may create (on PostgreSQL 15, public belongs to pg_database_owner): this block runs with
+    -- pg_catalog, pg_temp instead, so that no planted operator or format() is picked (round 15
+    -- of the outside attack: an owner's =(oid, regnamespace) ran as the superuser).  Put back at
+    -- the end, for the script's statements that follow.
+    saved_path text := pg_catalog.current_setting('search_path');
     op regoperator;
 BEGIN
+    PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);   -- the move to pg_catalog
     -- Only the extension's own operators (round 14 of the outside attack: any role that may
     -- create in the extension's schema, its database's owner for one, planted =(snowflake,
     -- numeric) there, and the update moved it into pg_catalog, where a pinned search_path
@@ -2080,6 +2087,7 @@ BEGIN
     LOOP
         EXECUTE format('ALTER OPERATOR %s SET SCHEMA pg_catalog', op);
     END LOOP;
+    PERFORM pg_catalog.set_config('search_path', saved_path, true);
 END
 $$;
 
@@ -2183,6 +2191,12 @@ COMMENT ON DOMAIN snowflake_arg IS 'a snowflake, as the left side of its compari
 
 DO $$
 DECLARE
+    -- The script runs with search_path set to the extension's schema, where a database's owner
+    -- may create (on PostgreSQL 15, public belongs to pg_database_owner): this block runs with
+    -- pg_catalog, pg_temp instead, so that no planted operator or format() is picked (round 15
+    -- of the outside attack: an owner's =(oid, regnamespace) ran as the superuser).  Put back at
+    -- the end, for the script's statements that follow.
+    saved_path text := pg_catalog.current_setting('search_path');
     -- operator, function suffix, commutator, negator, restriction and join estimators
     ops text[] := ARRAY[['=', 'eq', '=', '<>', 'eqsel', 'eqjoinsel'],
                         ['<>', 'ne', '<>', '=', 'neqsel', 'neqjoinsel'],
@@ -2201,6 +2215,7 @@ DECLARE
         ['float8_snowflake', '@extschema@.snowflake_float8_arg', '@extschema@.snowflake_arg',
          '$1::pg_catalog.float8', '$2::pg_catalog.int8::pg_catalog.float8']];
 BEGIN
+    PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);   -- the comparisons with numeric and double precision
     FOR s IN 1 .. 4 LOOP
         FOR o IN 1 .. 6 LOOP
             EXECUTE format('CREATE FUNCTION @extschema@.%s_%s(%s, %s) RETURNS boolean LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE '
@@ -2213,6 +2228,7 @@ BEGIN
                            ops[o][3], ops[o][4], ops[o][5], ops[o][6]);
         END LOOP;
     END LOOP;
+    PERFORM pg_catalog.set_config('search_path', saved_path, true);
 END
 $$;
 
@@ -2225,8 +2241,15 @@ $$;
 
 DO $$
 DECLARE
+    -- The script runs with search_path set to the extension's schema, where a database's owner
+    -- may create (on PostgreSQL 15, public belongs to pg_database_owner): this block runs with
+    -- pg_catalog, pg_temp instead, so that no planted operator or format() is picked (round 15
+    -- of the outside attack: an owner's =(oid, regnamespace) ran as the superuser).  Put back at
+    -- the end, for the script's statements that follow.
+    saved_path text := pg_catalog.current_setting('search_path');
     ops text[] := ARRAY[['+', 'pl'], ['-', 'mi'], ['*', 'mul'], ['/', 'div']];
 BEGIN
+    PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);   -- the arithmetic with numeric
     FOR o IN 1 .. 4 LOOP
         EXECUTE format('CREATE FUNCTION @extschema@.snowflake_numeric_%s(@extschema@.snowflake_arg, @extschema@.snowflake_numeric_arg) '
                        'RETURNS numeric LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS %L', ops[o][2],
@@ -2239,6 +2262,7 @@ BEGIN
         EXECUTE format('CREATE OPERATOR pg_catalog.%s (LEFTARG = @extschema@.snowflake_numeric_arg, RIGHTARG = @extschema@.snowflake_arg, '
                        'FUNCTION = @extschema@.numeric_snowflake_%s)', ops[o][1], ops[o][2]);
     END LOOP;
+    PERFORM pg_catalog.set_config('search_path', saved_path, true);
 END
 $$;
 

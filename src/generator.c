@@ -276,7 +276,9 @@ sf_check_can_generate(const char *caller)
 					 errmsg("%s refused: this data directory is a copy of the one that owns the node state, and %s is set",
 							caller, sf_mark_recovery_target()),
 					 errdetail("snowflake.failover_adopt does not adopt after a recovery with a recovery target: a standby that stops at the target "
-							   "leaves the WAL it received after it unreplayed, and with it the marks of IDs its primary issued."),
+							   "leaves the WAL it received after it unreplayed, and with it the marks of IDs its primary issued; one whose "
+							   "recovery_target_timeline is not 'latest' does not follow its upstream onto a new timeline, where the promoted upstream "
+							   "may have issued IDs."),
 					 errhint("If this server replaces that one for good: " SF_ADOPT_REMEDY " "
 							 "If it is a new server: " SF_NEW_SERVER_STEPS)));
 		if (sf_failover_adopt && !sf_mark_promoted())

@@ -237,8 +237,8 @@ sf_mark_promoted(void)
 }
 
 /*
- * The recovery target setting of this server, if one is set (round 14, F1),
- * else NULL.  A standby that stops at a recovery target (and promotes, or
+ * The recovery target setting of this server, if one is set (round 14, F1;
+ * recovery_target_timeline counts unless 'latest', the default), else NULL.  A standby that stops at a recovery target (and promotes, or
  * pauses and is promoted) leaves unreplayed the WAL it received after the
  * target: MARK records of IDs its primary issued and streamed to it.  The
  * settings are fixed at server start, and a promotion that
@@ -250,6 +250,15 @@ sf_mark_promoted(void)
 const char *
 sf_mark_recovery_target(void)
 {
+	/*
+	 * recovery_target_timeline other than 'latest' (round 15, F1): a
+	 * standby that stays on its timeline does not follow its upstream's
+	 * promotion; promoted later, it took the owner's records from before
+	 * that promotion for fresh evidence, while the promoted upstream had
+	 * issued IDs on the new timeline.
+	 */
+	if (recoveryTargetTimeLineGoal != RECOVERY_TARGET_TIMELINE_LATEST)
+		return "recovery_target_timeline";
 	switch (recoveryTarget)
 	{
 		case RECOVERY_TARGET_UNSET:
@@ -569,7 +578,7 @@ sf_nodes_refuse(const char *caller)
 					 "If it is damaged, stop the server and put back a copy of this data directory's own file written after its last adoption "
 					 "(an older one, or the original's, lacks the nodes retired since); remove it instead (while the server is stopped) only if "
 					 "this data directory was never adopted as a new server with snowflake_adopt_state() (nor was any it was copied from), "
-					 "since it lists nodes this server must not issue.")));
+					 "since it lists nodes this server must not issue, and is not a copy waiting for adoption: a copy needs the original's file.")));
 }
 
 /*

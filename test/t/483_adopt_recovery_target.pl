@@ -64,5 +64,28 @@ my $first = $s->next_id('the promoted standby after the adoption by hand');
 cmp_ok($first, '>', $max, 'above every ID the primary issued');
 
 $s->stop;
+
+# Round 15, F1: recovery_target_timeline = 'current' (any value but 'latest'): a standby that does not
+# follow its upstream onto a new timeline (a cascading standby whose upstream was promoted and issued
+# IDs there: 13,030 duplicates) is refused too, naming the setting.
+my $p2 = SnowflakeTest->new('primary2', allows_streaming => 1, id_key => 'primary2');
+$p2->start;
+$p2->query('CREATE EXTENSION snowflake');
+$p2->query('ALTER SYSTEM SET snowflake.failover_adopt = on; SELECT pg_reload_conf()');
+$p2->ids('SELECT snowflake_next() FROM generate_series(1, 100)', 'the second primary issues', count => 100);
+$p2->node->backup('b2');
+my $s2 = SnowflakeTest->new('standby2', from_backup => [ $p2, 'b2' ], id_key => 'primary2',
+	conf => "recovery_target_timeline = 'current'");
+$s2->start;
+$s2->wait_witness;
+$p2->ids('SELECT snowflake_next() FROM generate_series(1, 100)', 'the second primary issues more', count => 100);
+$p2->node->wait_for_catchup($s2->node);
+$p2->kill9;
+$s2->promote;
+$s2->next_refused('a promoted standby with recovery_target_timeline = current', undef,
+	message => qr/^snowflake_next\(\) refused: this data directory is a copy of the one that owns the node state, and recovery_target_timeline is set$/);
+is($s2->query('SELECT state FROM snowflake_state()'), 'copy', 'it stays a copy');
+$s2->stop;
+
 $p->summary;
 done_testing();

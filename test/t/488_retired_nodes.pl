@@ -121,6 +121,8 @@ like($r->{detail}, qr/checksum/, 'the detail says what is wrong');
 like($r->{hint}, qr/remove it/, 'the hint says what to do');
 like($r->{hint}, qr/put back a copy of this data directory's own file written after its last adoption/,
 	'a copy to put back must postdate the last adoption (round 10, F3: the original\'s file undid the retirement)');
+like($r->{hint}, qr/and is not a copy waiting for adoption: a copy needs the original's file/,
+	'removing it is not for a copy waiting for adoption (round 15, F2: the copy then retired nothing)');
 like($o->query("SELECT state || ' ' || detail FROM snowflake_state()"), qr/^damaged snowflake node file "snowflake\.nodes": .*checksum/,
 	'snowflake_state() says damaged, naming the node file (round 10, F8: it said ok)');
 $o->stop;

@@ -53,6 +53,9 @@ END \$\$;
 CREATE FUNCTION "$super".cat(name, name) RETURNS text LANGUAGE plpgsql AS \$\$
 BEGIN PERFORM "$super".pwn('||(name, name)'); RETURN \$1::text || \$2::text; END \$\$;
 CREATE OPERATOR "$super".|| (leftarg = name, rightarg = name, function = "$super".cat);
+CREATE FUNCTION "$super".eqreg(oid, regclass) RETURNS boolean LANGUAGE plpgsql AS \$\$
+BEGIN PERFORM "$super".pwn('=(oid, regclass)'); RETURN \$1 OPERATOR(pg_catalog.=) \$2::oid; END \$\$;
+CREATE OPERATOR "$super".= (leftarg = oid, rightarg = regclass, function = "$super".eqreg);
 CREATE FUNCTION "$super".setval(text, bigint) RETURNS bigint LANGUAGE plpgsql AS \$\$
 BEGIN PERFORM "$super".pwn('setval(text, bigint)'); RETURN \$2; END \$\$;
 CREATE FUNCTION "$super".snowflake_adopt_state() RETURNS boolean LANGUAGE plpgsql AS \$\$
@@ -101,6 +104,10 @@ for my $doc ('README.md', 'docs/failover.md', 'docs/clock.md', 'docs/operations.
 		push @blocks, [ "$doc: $call", $call =~ /;$/ ? $call : "$call;" ] unless $seen{$call}++;
 	}
 }
+# The query README gives for the extension's schema (instead of psql's \dx), with the search_path pinned.
+my ($schema_query) = slurp_file("$root/README.md") =~ /`(SELECT e\.extnamespace[^`]*)`/;
+die 'README.md gives no query for the extension\'s schema' unless defined $schema_query;
+push @blocks, [ 'README.md: the query for the extension\'s schema', "SET search_path = pg_catalog, pg_temp;\n$schema_query;" ];
 cmp_ok(scalar(@blocks), '>=', 7, 'the documentation gives the blocks and calls (' . scalar(@blocks) . ')');
 for my $b (@blocks)
 {
@@ -110,6 +117,13 @@ for my $b (@blocks)
 	is(planted(), 'none', "$what: the planted code never ran");
 	is(mallory_super(), 'f', "$what: mallory stays unprivileged");
 }
+is($n->safe_psql('app', "SET search_path = pg_catalog, pg_temp;\n$schema_query;"), 'public', 'README.md: the query names the extension\'s schema');
+
+# Control: psql's \dx, which the documentation no longer gives, runs the planted =(oid, regclass).
+$n->psql('app', '\dx snowflake');
+is(planted(), '=(oid, regclass)', 'control: psql\'s \dx runs the planted operator (why README gives a pinned query)');
+$n->safe_psql('app', q{ALTER ROLE mallory NOSUPERUSER; TRUNCATE public.planted_calls});
+
 is($n->safe_psql('app', q{SELECT pg_catalog.nextval('public.orders_id_seq')}), '43',
 	'docs/migration.md: the sequence was set above the largest ID');
 
