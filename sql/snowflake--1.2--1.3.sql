@@ -6,6 +6,39 @@
 
 \echo Use "ALTER EXTENSION snowflake UPDATE TO '1.3'" to load this file. \quit
 
+-- ==== shared: the schema guard ====
+
+-- The functions a superuser runs (the migration, claims and releases, the repair after
+-- pg_upgrade) call the extension's other functions by the schema name they were created with.
+-- The owner of that schema (on PostgreSQL 15 and later, public belongs to the database's
+-- owner) can rename it and make a new schema of the old name, whose look-alikes those calls
+-- would then run with the caller's rights (outside attack on issue 19, round 16).  Each of them
+-- first calls this guard, by its pg_catalog name (which no other schema can shadow), and
+-- refuses while the extension's schema is not named as at its creation.
+
+CREATE FUNCTION pg_catalog.snowflake_check_schema()
+RETURNS void
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $function$
+DECLARE
+    now_named name := (SELECT n.nspname FROM pg_catalog.pg_extension e JOIN pg_catalog.pg_namespace n ON n.oid = e.extnamespace
+                       WHERE e.extname = 'snowflake');
+    created text := (pg_catalog.parse_ident('@extschema@'))[1];
+BEGIN
+    IF now_named IS DISTINCT FROM created THEN
+        RAISE EXCEPTION 'the schema of extension snowflake was renamed from % to %', pg_catalog.quote_ident(created), pg_catalog.quote_ident(now_named)
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  DETAIL = format('The extension''s functions call each other as %s.name: they would run whatever another role puts in a schema of that name.', pg_catalog.quote_ident(created)),
+                  HINT = format('Rename it back (ALTER SCHEMA %s RENAME TO %s, after moving away any schema that took the old name), then call again.',
+                                pg_catalog.quote_ident(now_named), pg_catalog.quote_ident(created));
+    END IF;
+END
+$function$;
+
+COMMENT ON FUNCTION pg_catalog.snowflake_check_schema() IS
+'internal: refuses while the extension''s schema is not named as when it was created (called first by the functions a superuser runs)';
+
 -- ==== registry: node claims (src/registry.c, docs/fleet.md) ====
 
 -- The registry fails closed (issue 17).  The registry may carry no triggers, rules or row
@@ -242,7 +275,7 @@ AS $function$
 DECLARE
     dc      int := nullif(current_setting('snowflake.datacenter_id'), '-1')::int;
     m       int := nullif(current_setting('snowflake.machine_id'), '-1')::int;
-    me      text := @extschema@.snowflake_server_identity();
+    me      text;           -- this server's identity (after the schema guard)
     t0      timestamptz := clock_timestamp();
     until   timestamptz;
     n       bigint;
@@ -258,6 +291,8 @@ DECLARE
     kept    bigint;
     kept_until timestamptz;
 BEGIN
+    PERFORM pg_catalog.snowflake_check_schema();   -- first: before any call by the schema's name
+    me := @extschema@.snowflake_server_identity();
     IF registry IS NULL THEN
         RAISE EXCEPTION 'registry must not be null' USING ERRCODE = 'null_value_not_allowed';
     END IF;
@@ -419,11 +454,13 @@ AS $function$
 DECLARE
     dc      int := nullif(current_setting('snowflake.datacenter_id'), '-1')::int;
     m       int := nullif(current_setting('snowflake.machine_id'), '-1')::int;
-    me      text := @extschema@.snowflake_server_identity();
+    me      text;           -- this server's identity (after the schema guard)
     holder  text;
     last_ms bigint;
     kept    bigint;
 BEGIN
+    PERFORM pg_catalog.snowflake_check_schema();   -- first: before any call by the schema's name
+    me := @extschema@.snowflake_server_identity();
     IF dc IS NULL OR m IS NULL THEN
         RAISE EXCEPTION 'snowflake.datacenter_id and snowflake.machine_id must be set to release a node'
             USING ERRCODE = 'object_not_in_prerequisite_state';
@@ -737,6 +774,7 @@ DECLARE
     v_cmd       text;
     v_old_refs  jsonb := '{}';  -- per recreated view: the functions and operators its rules use
 BEGIN
+    PERFORM pg_catalog.snowflake_check_schema();   -- first: before any call by the schema's name
     IF tbl IS NULL THEN
         RAISE EXCEPTION 'tbl must not be null'
             USING ERRCODE = 'null_value_not_allowed';
@@ -1973,9 +2011,8 @@ CREATE FUNCTION snowflake_repair_integer_ops() RETURNS integer
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    sf      regtype := '@extschema@.snowflake'::regtype;
-    nsp     text := quote_ident((SELECT n.nspname FROM pg_catalog.pg_namespace n JOIN pg_catalog.pg_type t ON t.typnamespace = n.oid
-                                 WHERE t.oid = '@extschema@.snowflake'::regtype));
+    sf      regtype;        -- the extension's type, and its schema (after the schema guard)
+    nsp     text;
     btree   oid := (SELECT f.oid FROM pg_catalog.pg_opfamily f JOIN pg_catalog.pg_am am ON am.oid = f.opfmethod
                     WHERE am.amname = 'btree' AND f.opfname = 'integer_ops' AND f.opfnamespace = 'pg_catalog'::regnamespace);
     hash    oid := (SELECT f.oid FROM pg_catalog.pg_opfamily f JOIN pg_catalog.pg_am am ON am.oid = f.opfmethod
@@ -1988,6 +2025,10 @@ DECLARE
     st      int;
     added   int := 0;
 BEGIN
+    PERFORM pg_catalog.snowflake_check_schema();   -- first: before any call by the schema's name
+    sf := '@extschema@.snowflake'::regtype;
+    nsp := quote_ident((SELECT n.nspname FROM pg_catalog.pg_namespace n JOIN pg_catalog.pg_type t ON t.typnamespace = n.oid
+                        WHERE t.oid = sf));
     FOREACH pair SLICE 1 IN ARRAY ARRAY[[sf, sf], [sf, 'bigint'], [sf, 'integer'], [sf, 'smallint'],
                                         ['bigint', sf], ['integer', sf], ['smallint', sf]]::regtype[]
     LOOP

@@ -442,7 +442,7 @@ snowflake_adopt_state(PG_FUNCTION_ARGS)
 					 errmsg("snowflake_adopt_state() must run in a transaction that has changed nothing"),
 					 errdetail("The adoption takes effect at once and no rollback undoes it, while the changes of its transaction "
 							   "(node settings removed, for one) could still be rolled back."),
-					 errhint("Commit or roll back first, then run SELECT public.snowflake_adopt_state() (qualified with the extension's schema) as a statement of its own.")));
+					 errhint("Commit or roll back first, then run SELECT <extension schema>.snowflake_adopt_state() (with search_path pinned, as the README's section Functions shows) as a statement of its own.")));
 		sf_check_session_node("snowflake_adopt_state()");
 		sf_refuse_carried_node_settings();
 		sf_refuse_prepared_transactions();

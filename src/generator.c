@@ -68,7 +68,7 @@ sf_current_node(const char *caller)
  * the copy's file holds an older mark than the original reached, so the
  * original's mark comes first, or the clock must be past its IDs.
  */
-#define SF_ADOPT_REMEDY "stop the original, bring its mark here (put its \"" SF_STATE_FILE "\" into this data directory as \"" SF_STATE_IMPORT_FILE "\" and restart this server, or wait until the clock here is past the timestamp of every ID it issued), then run SELECT public.snowflake_adopt_state() (qualified with the extension's schema)."
+#define SF_ADOPT_REMEDY "stop the original, bring its mark here (put its \"" SF_STATE_FILE "\" into this data directory as \"" SF_STATE_IMPORT_FILE "\" and restart this server, or wait until the clock here is past the timestamp of every ID it issued), then run SELECT <extension schema>.snowflake_adopt_state() (with search_path pinned, as the README's section Functions shows)."
 
 /*
  * The value of setting name (snowflake.datacenter_id or machine_id) that
@@ -158,7 +158,7 @@ sf_session_node_is_current(void)
 }
 
 /* What a copy that becomes a new server does before adopting (rounds 7-9). */
-#define SF_NEW_SERVER_STEPS "give it its own snowflake.datacenter_id and snowflake.machine_id in its configuration files, remove the node settings it carried (ALTER DATABASE and ALTER ROLE settings, functions' SET clauses) and end its prepared transactions, then run SELECT public.snowflake_adopt_state() (qualified with the extension's schema) and open new sessions."
+#define SF_NEW_SERVER_STEPS "give it its own snowflake.datacenter_id and snowflake.machine_id in its configuration files, remove the node settings it carried (ALTER DATABASE and ALTER ROLE settings, functions' SET clauses) and end its prepared transactions, then run SELECT <extension schema>.snowflake_adopt_state() (with search_path pinned, as the README's section Functions shows) and open new sessions."
 
 /*
  * Before an adoption (round 6): this session's node, where it comes from the
@@ -447,7 +447,7 @@ sf_refuse_jump(SnowflakeSlot *slot, int node, int64 held_ms, const char *caller)
 					   "or the new time is accepted.",
 					   (long long) held_ms, sf_max_clock_jump_ms),
 			 errhint("If the new time is wrong, correct the clock: generation resumes by itself. "
-					 "If it is right, a superuser runs SELECT public.snowflake_accept_clock() (qualified with the extension's schema).")));
+					 "If it is right, a superuser runs SELECT <extension schema>.snowflake_accept_clock() (with search_path pinned, as the README's section Functions shows).")));
 }
 
 /* Refuse a call while the clock reads a time before the Snowflake epoch. */

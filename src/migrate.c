@@ -161,7 +161,7 @@ snowflake_migrate_floor(PG_FUNCTION_ARGS)
 				 errmsg("cannot check existing values while generation is held for a forward clock jump of %lld ms",
 						(long long) held),
 				 errdetail("Existing values must be below the IDs snowflake_next() will issue; while generation is held, the wall clock does not say which those are."),
-				 errhint("Wait until the clock comes back, or accept the new time with SELECT public.snowflake_accept_clock() (qualified with the extension's schema), then migrate.")));
+				 errhint("Wait until the clock comes back, or accept the new time with SELECT <extension schema>.snowflake_accept_clock() (with search_path pinned, as the README's section Functions shows), then migrate.")));
 
 	trusted_tick = sf_watch_trusted_ms() - SF_EPOCH_UNIX_MS;
 	floor_tick = Max(trusted_tick, 0);

@@ -236,7 +236,7 @@ sf_watch_look(int64 wall_ns, int64 *held_ms, bool generating)
 		pg_atomic_write_u64(&sf_shared->clock_ok_until, (uint64) PG_INT64_MIN);
 		ereport(WARNING,
 				(errmsg("snowflake: the system clock jumped %lld ms forward, more than snowflake.max_clock_jump_ms (%lld ms) beyond the time trusted: "
-						"generation is held at the trusted time until the clock comes back or a superuser runs SELECT public.snowflake_accept_clock()",
+						"generation is held at the trusted time until the clock comes back or a superuser runs SELECT <extension schema>.snowflake_accept_clock()",
 						(long long) step_ms, (long long) tol_ms)));
 		return SF_WATCH_HELD;
 	}
@@ -416,7 +416,7 @@ sf_watch_startup(SnowflakeShared *shared, bool found, const SnowflakeStateImage 
 			ereport(LOG,
 					(errmsg("snowflake: the system clock jumped " INT64_FORMAT " ms forward of the time trusted before this start (same boot), "
 							"more than snowflake.max_clock_jump_ms (" INT64_FORMAT " ms): generation is held at the trusted time until the clock "
-							"comes back or a superuser runs SELECT public.snowflake_accept_clock()", step_ms, tol_ms)));
+							"comes back or a superuser runs SELECT <extension schema>.snowflake_accept_clock()", step_ms, tol_ms)));
 		}
 	}
 	else if (found && img->held && seen_ns != PG_INT64_MIN)

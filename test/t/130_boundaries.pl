@@ -182,7 +182,7 @@ for my $call ('SELECT snowflake_next();', 'SELECT snowflake_next_n(10);', 'SELEC
 	  or diag("measured $ms ms");
 	like($r->{detail}, qr/more than snowflake\.max_clock_jump_ms \(60000 ms\) allows; no ID is issued at the new time/,
 		"$call: the detail says what the setting allows");
-	like($r->{hint}, qr/correct the clock: generation resumes by itself.*SELECT public\.snowflake_accept_clock\(\) \(qualified with the extension.s schema\)/,
+	like($r->{hint}, qr/correct the clock: generation resumes by itself.*SELECT <extension schema>\.snowflake_accept_clock\(\) \(with search_path pinned, as the README.s section Functions shows\)/,
 		"$call: the hint says what to do");
 }
 is(log_count($j, qr/jumped \d+ ms forward, more than/, $log_at), 1, 'one WARNING for the whole hold');

@@ -33,7 +33,7 @@ my $r = $t->run(q{SELECT snowflake_migrate_column('m');});
 is($r->{sqlstate}, '55000', 'while generation is held the migration refuses (55000)');
 like($r->{message}, qr/cannot check existing values while generation is held for a forward clock jump/,
 	'the message says generation is held');
-like($r->{hint}, qr/SELECT public\.snowflake_accept_clock\(\) \(qualified with the extension's schema\)/, 'the hint names snowflake_accept_clock(), qualified (round 15)');
+like($r->{hint}, qr/SELECT <extension schema>\.snowflake_accept_clock\(\) \(with search_path pinned, as the README's section Functions shows\)/, 'the hint names snowflake_accept_clock(), qualified (round 15)');
 is($t->query(q{SELECT format_type(atttypid, NULL) || ' ' || pg_get_expr(adbin, adrelid)
 FROM pg_attribute JOIN pg_attrdef ON adrelid = attrelid AND adnum = attnum
 WHERE attrelid = 'm'::regclass AND attname = 'id'}),

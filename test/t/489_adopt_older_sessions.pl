@@ -51,7 +51,7 @@ my $c = SnowflakeTest->new('copy', from_backup => [ $o, 'ob' ], standby => 0, id
 my $r;
 $c->start;
 $r = $c->next_refused('the copy', undef, message => qr/is a copy/);
-like($r->{hint}, qr/If it is a new server: give it its own snowflake\.datacenter_id and snowflake\.machine_id in its configuration files, remove the node settings it carried \(ALTER DATABASE and ALTER ROLE settings, functions' SET clauses\) and end its prepared transactions, then run SELECT public\.snowflake_adopt_state\(\) \(qualified with the extension\'s schema\) and open new sessions\./,
+like($r->{hint}, qr/If it is a new server: give it its own snowflake\.datacenter_id and snowflake\.machine_id in its configuration files, remove the node settings it carried \(ALTER DATABASE and ALTER ROLE settings, functions' SET clauses\) and end its prepared transactions, then run SELECT <extension schema>\.snowflake_adopt_state\(\) \(with search_path pinned, as the README\'s section Functions shows\) and open new sessions\./,
 	'the copy refusal\'s HINT gives a new server every step (round 9)');
 $c->query('CREATE TABLE go (x int)');
 $c->query('CREATE TABLE got (id bigint)');

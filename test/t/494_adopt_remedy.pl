@@ -35,7 +35,7 @@ my $n = SnowflakeTest->new('copy', from_backup => [ $o, 'ob' ], standby => 0, cl
 $n->start;
 my $r = $n->next_refused('the copy', undef, sqlstate => '55000',
 	message => qr/this data directory is a copy of the one that owns the node state/);
-like($r->{stderr}, qr/HINT:  If this server replaces that one for good \(failover, move\): stop the original, bring its mark here \(put its "snowflake\.state" into this data directory as "snowflake\.state\.import" and restart this server, or wait until the clock here is past the timestamp of every ID it issued\), then run SELECT public\.snowflake_adopt_state\(\) \(qualified with the extension\'s schema\)/,
+like($r->{stderr}, qr/HINT:  If this server replaces that one for good \(failover, move\): stop the original, bring its mark here \(put its "snowflake\.state" into this data directory as "snowflake\.state\.import" and restart this server, or wait until the clock here is past the timestamp of every ID it issued\), then run SELECT <extension schema>\.snowflake_adopt_state\(\) \(with search_path pinned, as the README\'s section Functions shows\)/,
 	'the HINT names how to bring the original\'s mark before adopting');
 unlike($r->{stderr}, qr/HINT:  If this server replaces that one for good \(failover, move\), run SELECT snowflake_adopt_state\(\)/,
 	'the HINT no longer offers adopting at once');
