@@ -12,6 +12,9 @@
 # format() with 1 to 7 text arguments after the format string.
 use strict;
 use warnings FATAL => 'all';
+use FindBin;
+use lib $FindBin::RealBin;
+use SnowflakeTest;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
@@ -25,14 +28,7 @@ $node->safe_psql('postgres', 'CREATE ROLE low LOGIN');
 my $plant = q{
 CREATE TABLE public.planted_calls (what text);
 GRANT INSERT ON public.planted_calls TO PUBLIC;
-CREATE FUNCTION public.pwn(what text) RETURNS void LANGUAGE plpgsql AS $$
-BEGIN
-	INSERT INTO public.planted_calls VALUES (what);
-	IF (SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname = current_user) THEN
-		EXECUTE 'ALTER ROLE low SUPERUSER';
-	END IF;
-END $$;
-};
+} . SnowflakeTest::planted_pwn_sql('public', 'public.planted_calls', 'low');
 my @pairs;
 for my $t (qw(regclass regtype regnamespace regproc regoperator))
 {

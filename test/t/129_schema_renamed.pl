@@ -10,6 +10,9 @@
 # which refuses while the schema is not named as at the extension's creation.
 use strict;
 use warnings FATAL => 'all';
+use FindBin;
+use lib $FindBin::RealBin;
+use SnowflakeTest;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
@@ -28,13 +31,7 @@ $node->safe_psql('m10', q{
 ALTER SCHEMA public RENAME TO public_;
 CREATE SCHEMA public;
 GRANT USAGE ON SCHEMA public TO PUBLIC;
-CREATE FUNCTION public.pwn(what text) RETURNS void LANGUAGE plpgsql AS $$
-BEGIN
-	INSERT INTO a.planted_calls VALUES (what);
-	IF (SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname = current_user) THEN
-		EXECUTE 'ALTER ROLE mallory SUPERUSER';
-	END IF;
-END $$;
+} . SnowflakeTest::planted_pwn_sql('public', 'a.planted_calls', 'mallory') . q{
 DO $d$
 DECLARE
 	r record;

@@ -812,6 +812,22 @@ sub nodes_file
 	return { used => $bits->(16), retired => $bits->(144) };
 }
 
+# SQL that creates SCHEMA.pwn(what text), the payload of the hostile-role tests: it records each
+# call in TABLE (which must exist, insertable by the caller) and, when a superuser runs it, makes
+# ROLE superuser.
+sub planted_pwn_sql
+{
+	my ($schema, $table, $role) = @_;
+	return qq{CREATE FUNCTION $schema.pwn(what text) RETURNS void LANGUAGE plpgsql AS \$\$
+BEGIN
+	INSERT INTO $table VALUES (what);
+	IF (SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname = current_user) THEN
+		EXECUTE 'ALTER ROLE $role SUPERUSER';
+	END IF;
+END \$\$;
+};
+}
+
 sub wait_nodes_used
 {
 	my ($self, $want) = @_;
