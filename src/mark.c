@@ -510,13 +510,13 @@ sf_nodes_import(SnowflakeShared *shared, SnowflakeNodesImage *sets)
 			(errmsg("snowflake imported the node sets of \"%s\": used %s; retired %s", SF_NODES_IMPORT_FILE,
 					sf_nodes_any(imp.used) ? sf_nodes_text(imp.used) : "none",
 					sf_nodes_any(imp.retired) ? sf_nodes_text(imp.retired) : "none")));
-	if (!fresh)
+	if (!fresh && sf_nodes_any(late_retired.retired))
 		ereport(WARNING,
 				(errmsg("snowflake took in \"%s\" after this server recorded nodes of its own: the nodes it used are retired here, not used",
 						SF_NODES_IMPORT_FILE),
 				 errdetail("Retired now: %s. An import's used nodes count as this server's own only at the first start after pg_upgrade, "
 						   "before any ID; later they could make a copy configured as one of them adopt as a replacement instead of as a new server.",
-						   sf_nodes_any(late_retired.retired) ? sf_nodes_text(late_retired.retired) : "none")));
+						   sf_nodes_text(late_retired.retired))));
 }
 
 /*

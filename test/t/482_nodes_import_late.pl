@@ -62,6 +62,8 @@ $p->ids('SELECT snowflake_next() FROM generate_series(1, 100)', 'the primary goe
 copy($x->data_dir . '/snowflake.nodes', $c->data_dir . '/snowflake.nodes.import') or die "copy: $!";
 $c->restart;
 is($c->nodes_file->{retired}, '1/1,3/3', 'after the import again: the retired nodes stay');
+my $warned = () = slurp_file($c->node->logfile) =~ /WARNING:  snowflake took in "snowflake\.nodes\.import"/g;
+is($warned, 1, 'the import taken in again retires nothing new, and warns of nothing (round 16: it said "Retired now: none")');
 is($c->nodes_file->{used}, '', 'and none is used');
 $c->next_refused('the copy as 1/1 after a restart', 'SET snowflake.datacenter_id = 1; SET snowflake.machine_id = 1;',
 	message => $retired);
