@@ -39,6 +39,12 @@ $function$;
 COMMENT ON FUNCTION pg_catalog.snowflake_check_schema() IS
 'internal: refuses while the extension''s schema is not named as when it was created (called first by the functions a superuser runs)';
 
+-- The script itself runs with search_path set to the extension's schema, where the database's
+-- owner may create too: its DO blocks run with search_path pg_catalog, pg_temp instead, and put
+-- it back at their end for the statements that follow, so that no planted operator or format()
+-- is picked (round 15 of the outside attack: an owner's =(oid, regnamespace) ran as the
+-- superuser who updated).
+
 -- ==== registry: node claims (src/registry.c, docs/fleet.md) ====
 
 -- The registry fails closed (issue 17).  The registry may carry no triggers, rules or row
@@ -2020,7 +2026,10 @@ DECLARE
     -- Only the extension's own operators count: a database's owner may create operators of the
     -- same name and types in the extension's schema (round 14 of the outside attack: the lookup
     -- then found two and the repair failed).
-    ext     oid := (SELECT e.oid FROM pg_catalog.pg_extension e WHERE e.extname = 'snowflake');
+    members oid[] := ARRAY(SELECT d.objid FROM pg_catalog.pg_depend d JOIN pg_catalog.pg_extension e ON e.oid = d.refobjid
+                           WHERE d.classid = 'pg_catalog.pg_operator'::pg_catalog.regclass
+                             AND d.refclassid = 'pg_catalog.pg_extension'::pg_catalog.regclass
+                             AND e.extname = 'snowflake' AND d.deptype = 'e');
     pair    regtype[];
     st      int;
     added   int := 0;
@@ -2049,10 +2058,7 @@ BEGIN
                                (SELECT o.oid::regoperator::text FROM pg_catalog.pg_operator o
                                 WHERE o.oprleft = pair[1] AND o.oprright = pair[2]
                                   AND o.oprnamespace IN ('pg_catalog'::regnamespace, '@extschema@'::regnamespace)
-                                  AND EXISTS (SELECT FROM pg_catalog.pg_depend d
-                                              WHERE d.classid = 'pg_catalog.pg_operator'::pg_catalog.regclass AND d.objid = o.oid
-                                                AND d.refclassid = 'pg_catalog.pg_extension'::pg_catalog.regclass
-                                                AND d.refobjid = ext AND d.deptype = 'e')
+                                  AND o.oid = ANY (members)
                                   AND o.oprname = CASE WHEN pair[1] = pair[2] AND st <> 3
                                                        THEN (ARRAY['|<|', '|<=|', '', '|>=|', '|>|'])[st]
                                                        ELSE (ARRAY['<', '<=', '=', '>=', '>'])[st] END));
@@ -2065,10 +2071,7 @@ BEGIN
                            (SELECT o.oid::regoperator::text FROM pg_catalog.pg_operator o
                             WHERE o.oprleft = pair[1] AND o.oprright = pair[2] AND o.oprname = '='
                               AND o.oprnamespace IN ('pg_catalog'::regnamespace, '@extschema@'::regnamespace)
-                              AND EXISTS (SELECT FROM pg_catalog.pg_depend d
-                                          WHERE d.classid = 'pg_catalog.pg_operator'::pg_catalog.regclass AND d.objid = o.oid
-                                            AND d.refclassid = 'pg_catalog.pg_extension'::pg_catalog.regclass
-                                            AND d.refobjid = ext AND d.deptype = 'e')));
+                              AND o.oid = ANY (members)));
             added := added + 1;
         END IF;
     END LOOP;
@@ -2103,11 +2106,7 @@ REVOKE ALL ON FUNCTION snowflake_repair_integer_ops() FROM PUBLIC;
 
 DO $$
 DECLARE
-    -- The script runs with search_path set to the extension's schema, where a database's owner
-    -- may create (on PostgreSQL 15, public belongs to pg_database_owner): this block runs with
-    -- pg_catalog, pg_temp instead, so that no planted operator or format() is picked (round 15
-    -- of the outside attack: an owner's =(oid, regnamespace) ran as the superuser).  Put back at
-    -- the end, for the script's statements that follow.
+    -- pg_catalog, pg_temp while it runs (see the schema guard at the top), put back at the end
     saved_path text := pg_catalog.current_setting('search_path');
     op regoperator;
 BEGIN
@@ -2232,11 +2231,7 @@ COMMENT ON DOMAIN snowflake_arg IS 'a snowflake, as the left side of its compari
 
 DO $$
 DECLARE
-    -- The script runs with search_path set to the extension's schema, where a database's owner
-    -- may create (on PostgreSQL 15, public belongs to pg_database_owner): this block runs with
-    -- pg_catalog, pg_temp instead, so that no planted operator or format() is picked (round 15
-    -- of the outside attack: an owner's =(oid, regnamespace) ran as the superuser).  Put back at
-    -- the end, for the script's statements that follow.
+    -- pg_catalog, pg_temp while it runs (see the schema guard at the top), put back at the end
     saved_path text := pg_catalog.current_setting('search_path');
     -- operator, function suffix, commutator, negator, restriction and join estimators
     ops text[] := ARRAY[['=', 'eq', '=', '<>', 'eqsel', 'eqjoinsel'],
@@ -2282,11 +2277,7 @@ $$;
 
 DO $$
 DECLARE
-    -- The script runs with search_path set to the extension's schema, where a database's owner
-    -- may create (on PostgreSQL 15, public belongs to pg_database_owner): this block runs with
-    -- pg_catalog, pg_temp instead, so that no planted operator or format() is picked (round 15
-    -- of the outside attack: an owner's =(oid, regnamespace) ran as the superuser).  Put back at
-    -- the end, for the script's statements that follow.
+    -- pg_catalog, pg_temp while it runs (see the schema guard at the top), put back at the end
     saved_path text := pg_catalog.current_setting('search_path');
     ops text[] := ARRAY[['+', 'pl'], ['-', 'mi'], ['*', 'mul'], ['/', 'div']];
 BEGIN

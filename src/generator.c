@@ -269,12 +269,13 @@ sf_check_can_generate(const char *caller)
 	{
 		int			mine;
 		int			theirs;
+		const char *target = sf_mark_recovery_target();
 
-		if (sf_failover_adopt && sf_mark_recovery_target() != NULL && !RecoveryInProgress())
+		if (sf_failover_adopt && target != NULL)
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 					 errmsg("%s refused: this data directory is a copy of the one that owns the node state, and %s is set",
-							caller, sf_mark_recovery_target()),
+							caller, target),
 					 errdetail("snowflake.failover_adopt does not adopt after a recovery with a recovery target: a standby that stops at the target "
 							   "leaves the WAL it received after it unreplayed, and with it the marks of IDs its primary issued; one whose "
 							   "recovery_target_timeline is not 'latest' does not follow its upstream onto a new timeline, where the promoted upstream "

@@ -232,14 +232,15 @@ sf_mark_promoted(void)
 
 	return file_tli != 0 && !RecoveryInProgress() &&
 		(uint32) GetWALInsertionTimeLine() > file_tli &&
-		sf_mark_recovery_target() == NULL &&
 		sf_shared->standby_witness && sf_owner_evidence_fresh();
 }
 
 /*
  * The recovery target setting of this server, if one is set (round 14, F1;
- * recovery_target_timeline counts unless 'latest', the default), else NULL.  A standby that stops at a recovery target (and promotes, or
- * pauses and is promoted) leaves unreplayed the WAL it received after the
+ * recovery_target_timeline counts unless 'latest', the default), else NULL;
+ * snowflake.failover_adopt refuses while one is set (sf_check_can_generate).
+ * A standby that stops at a recovery target (and promotes, or pauses and is
+ * promoted) leaves unreplayed the WAL it received after the
  * target: MARK records of IDs its primary issued and streamed to it.  The
  * settings are fixed at server start, and a promotion that
  * snowflake.failover_adopt acts on happened since this server's last start
