@@ -23,6 +23,7 @@
 #include "access/xlogrecovery.h"
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
+#include "replication/syncrep.h"
 #include "replication/walreceiver.h"
 #include "replication/walsender.h"
 #include "replication/walsender_private.h"
@@ -47,6 +48,7 @@
  * ends the episode logs the count.
  */
 static int	sf_writer_failures = 0;
+static bool sf_confirm_logged = false;	/* the writer logged a wait for the synchronous standbys */
 
 /* When the next attempt after a failed write is due (monotonic ns). */
 static int64 sf_writer_retry_ns = 0;
@@ -811,17 +813,92 @@ sf_nodes_shutdown(SnowflakeShared *shared)
 }
 
 /* Log a mark of target ticks in WAL (sf_mark_write, before and after the file's write). */
-static void
+static XLogRecPtr
 sf_mark_log(int64 target)
 {
-	sf_wal_log_mark((uint64) target, sf_shared->copied ? NULL : &sf_shared->self);
+	return sf_wal_log_mark((uint64) target, sf_shared->copied ? NULL : &sf_shared->self);
+}
+
+/* The mark the state file holds (under the lock): reserved, or one still unconfirmed. */
+static uint64
+sf_mark_held(void)
+{
+	return Max(pg_atomic_read_u64(&sf_shared->reserved), pg_atomic_read_u64(&sf_shared->unconfirmed));
 }
 
 /*
- * Write a mark of target ticks and publish it.  wait: queue for the lock (the
- * writer); otherwise give up when another process holds it (a caller with no
- * writer running).  Returns whether the mark now covers target.  Records a
- * failure for waiting callers and broadcasts the outcome.
+ * Whether the synchronous standbys have flushed WAL up to lsn (true at once
+ * when none is configured).  PostgreSQL waits for them only at the commit of
+ * a transaction that wrote, so a MARK record could otherwise be on this
+ * server alone while IDs beyond the old mark are returned by a SELECT, or by
+ * a transaction that rolls back: a standby promoted after this server's death
+ * would issue them again (round 16).  Flush, whatever synchronous_commit
+ * says: a session's setting must not weaken the failover guarantee.
+ */
+static bool
+sf_syncrep_confirmed(XLogRecPtr lsn)
+{
+	bool		confirmed;
+
+	if (max_wal_senders == 0 || SyncRepStandbyNames == NULL || SyncRepStandbyNames[0] == '\0')
+		return true;
+	LWLockAcquire(SyncRepLock, LW_SHARED);
+	confirmed = ((volatile WalSndCtlData *) WalSndCtl)->lsn[SYNC_REP_WAIT_FLUSH] >= lsn;
+	LWLockRelease(SyncRepLock);
+	return confirmed;
+}
+
+/*
+ * Under the lock: raise reserved to the unconfirmed mark once the synchronous
+ * standbys have its record.  Returns whether it was raised now.
+ */
+static bool
+sf_mark_publish_locked(void)
+{
+	uint64		tick = pg_atomic_read_u64(&sf_shared->unconfirmed);
+
+	if (tick <= pg_atomic_read_u64(&sf_shared->reserved) || !sf_syncrep_confirmed(sf_shared->unconfirmed_lsn))
+		return false;
+	/* Readers must never see the new mark before the file, and the standbys, hold it. */
+	pg_write_barrier();
+	pg_atomic_write_u64(&sf_shared->reserved, tick);
+	pg_atomic_write_u64(&sf_shared->confirm_started, 0);
+	return true;
+}
+
+/*
+ * Raise reserved to an unconfirmed mark once confirmed (wait: queue for the
+ * lock, the writer; otherwise only if it is free).  Returns whether no mark
+ * waits for confirmation any more.
+ */
+static bool
+sf_mark_confirm(bool wait)
+{
+	bool		published;
+	bool		done;
+
+	if (pg_atomic_read_u64(&sf_shared->unconfirmed) <= pg_atomic_read_u64(&sf_shared->reserved))
+		return true;
+	if (wait)
+		LWLockAcquire(sf_shared->lock, LW_EXCLUSIVE);
+	else if (!LWLockConditionalAcquire(sf_shared->lock, LW_EXCLUSIVE))
+		return false;
+	published = sf_mark_publish_locked();
+	done = pg_atomic_read_u64(&sf_shared->unconfirmed) <= pg_atomic_read_u64(&sf_shared->reserved);
+	LWLockRelease(sf_shared->lock);
+	if (published)
+		ConditionVariableBroadcast(&sf_shared->mark_cv);
+	return done;
+}
+
+/*
+ * Write a mark of target ticks and publish it, at once or, with synchronous
+ * standbys, once they confirm it (sf_mark_confirm).  wait: queue for the lock
+ * (the writer); otherwise give up when another process holds it (a caller
+ * with no writer running).  Returns false when the lock was not taken or the
+ * write failed; true when it succeeded or nothing was to be written (the mark
+ * covers target, or a mark waits for confirmation).  Records a failure for
+ * waiting callers and broadcasts the outcome.
  */
 static bool
 sf_mark_write(int64 target, bool wait, bool by_writer)
@@ -832,15 +909,27 @@ sf_mark_write(int64 target, bool wait, bool by_writer)
 	int64		took;
 	uint64		slow;
 	bool		import_done = false;
+	bool		published = false;
+	XLogRecPtr	lsn = InvalidXLogRecPtr;
 
 	if (wait)
 		LWLockAcquire(sf_shared->lock, LW_EXCLUSIVE);
 	else if (!LWLockConditionalAcquire(sf_shared->lock, LW_EXCLUSIVE))
 		return false;
 
-	if (target <= (int64) pg_atomic_read_u64(&sf_shared->reserved))
+	/*
+	 * One unconfirmed mark at a time: while the synchronous standbys have not
+	 * confirmed it, nothing new is written (a stalled standby must not turn
+	 * into a write and two WAL records per look, or per caller).
+	 */
+	if (sf_mark_publish_locked())
+		published = true;
+	if (target <= (int64) pg_atomic_read_u64(&sf_shared->reserved) ||
+		pg_atomic_read_u64(&sf_shared->unconfirmed) > pg_atomic_read_u64(&sf_shared->reserved))
 	{
 		LWLockRelease(sf_shared->lock);
+		if (published)
+			ConditionVariableBroadcast(&sf_shared->mark_cv);
 		return true;
 	}
 
@@ -868,7 +957,7 @@ sf_mark_write(int64 target, bool wait, bool by_writer)
 	 * knows the mark before any commit that uses an ID beyond the old one.
 	 */
 	if (res.ok)
-		sf_mark_log((int64) img.mark);
+		lsn = sf_mark_log((int64) img.mark);
 
 	took = sf_mono_ns() - started;
 	pg_atomic_write_u64(&sf_shared->write_started, 0);
@@ -878,9 +967,11 @@ sf_mark_write(int64 target, bool wait, bool by_writer)
 
 	if (res.ok)
 	{
-		/* Readers must never see the new mark before the file holds it. */
-		pg_write_barrier();
-		pg_atomic_write_u64(&sf_shared->reserved, (uint64) target);
+		/* Published here, or once the synchronous standbys have the record. */
+		sf_shared->unconfirmed_lsn = lsn;
+		pg_atomic_write_u64(&sf_shared->unconfirmed, (uint64) target);
+		pg_atomic_write_u64(&sf_shared->confirm_started, (uint64) Max(sf_mono_ns(), 1));
+		sf_mark_publish_locked();
 		pg_atomic_write_u32(&sf_shared->clock_held_recorded, img.held ? 1 : 0);
 		sf_shared->file_tli = img.timeline;
 		if (!by_writer)
@@ -964,7 +1055,7 @@ sf_mark_record_timeline(void)
 
 	LWLockAcquire(sf_shared->lock, LW_EXCLUSIVE);
 	memset(&img, 0, sizeof(img));
-	img.mark = pg_atomic_read_u64(&sf_shared->reserved);
+	img.mark = sf_mark_held();
 	sf_mark_clock(&img);
 	img.owner = sf_shared->owner;
 	img.timeline = sf_timeline_now();
@@ -1095,6 +1186,31 @@ sf_mark_writer_step(bool woken)
 	return Min(sleep_ms, SF_WATCH_LOOK_MS);
 }
 
+/*
+ * The writer, while a mark waits for the synchronous standbys: how long to
+ * sleep before looking again (often at first, then less often), and one LOG
+ * per episode once it has waited a second.  The wait's end is logged by
+ * sf_mark_confirm_logged().
+ */
+static long
+sf_mark_confirm_wait(void)
+{
+	uint64		started = pg_atomic_read_u64(&sf_shared->confirm_started);
+	int64		waited_ms = started == 0 ? 0 : (sf_mono_ns() - (int64) started) / SF_NS_PER_MS;
+
+	if (waited_ms >= SF_WATCH_LOOK_MS && !sf_confirm_logged)
+	{
+		sf_confirm_logged = true;
+		ereport(LOG,
+				(errmsg("snowflake waits for the synchronous standbys to confirm the durable mark"),
+				 errdetail("The state file and WAL hold a new mark; no ID beyond the last confirmed mark is issued "
+						   "until the synchronous standbys (synchronous_standby_names) have flushed its record, "
+						   "so that a standby promoted after this server's death never issues it again."),
+				 errhint("Check the synchronous standbys and their connection, or change synchronous_standby_names.")));
+	}
+	return waited_ms < 100 ? 1 : waited_ms < SF_WATCH_LOOK_MS ? 10 : 100;
+}
+
 static long
 sf_mark_writer_look(void)
 {
@@ -1178,6 +1294,16 @@ sf_mark_writer_look(void)
 			return retry;
 	}
 
+	/* A mark waiting for the synchronous standbys: publish it once they have it, write nothing new. */
+	if (!sf_mark_confirm(true))
+		return sf_mark_confirm_wait();
+	if (sf_confirm_logged)
+	{
+		sf_confirm_logged = false;
+		ereport(LOG,
+				(errmsg("snowflake's durable mark is confirmed by the synchronous standbys: IDs beyond the old mark are issued again")));
+	}
+
 	high = Max(sf_issued_high(), (int64) pg_atomic_read_u64(&sf_shared->demand));
 	reserved = (int64) pg_atomic_read_u64(&sf_shared->reserved);
 	if (high < 0 || high + sf_mark_margin_ms() <= reserved)
@@ -1195,6 +1321,19 @@ void
 sf_mark_refuse(const char *caller)
 {
 	uint64		started = pg_atomic_read_u64(&sf_shared->write_started);
+	uint64		confirm = pg_atomic_read_u64(&sf_shared->confirm_started);
+
+	/* A mark written, waiting for the synchronous standbys (round 16). */
+	if (started == 0 && confirm != 0 &&
+		pg_atomic_read_u64(&sf_shared->unconfirmed) > pg_atomic_read_u64(&sf_shared->reserved))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("%s refused: the durable mark could not be raised within snowflake.max_wait_ms (%d ms)",
+						caller, sf_max_wait_ms),
+				 errdetail("A new durable mark is written and has waited %lld ms for the synchronous standbys (synchronous_standby_names) to flush its WAL record; "
+						   "no ID beyond the last confirmed mark is issued before they do, so that a standby promoted after this server's death never issues it again.",
+						   (long long) ((sf_mono_ns() - (int64) confirm) / SF_NS_PER_MS)),
+				 errhint("Check the synchronous standbys and their connection, or change synchronous_standby_names.")));
 
 	ereport(ERROR,
 			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -1279,7 +1418,8 @@ sf_mark_await(int64 need_tick, int64 deadline_ns)
 			;					/* the scheduled attempt comes: wait for it */
 		else if (latch != NULL)
 			SetLatch(latch);
-		else if (sf_mark_write(sf_mark_target(need_tick), false, false))
+		else if (sf_mark_write(sf_mark_target(need_tick), false, false) &&
+				 need_tick <= (int64) pg_atomic_read_u64(&sf_shared->reserved))
 			continue;
 
 		left = deadline_ns - sf_mono_ns();
@@ -1297,8 +1437,11 @@ sf_mark_await(int64 need_tick, int64 deadline_ns)
 			prepared = true;
 			continue;
 		}
+		/* A mark waiting for the synchronous standbys is published by whoever looks: look often. */
 		(void) ConditionVariableTimedSleep(&sf_shared->mark_cv,
-										   Min(left / SF_NS_PER_MS + 1, 100),
+										   Min(left / SF_NS_PER_MS + 1,
+											   latch == NULL && pg_atomic_read_u64(&sf_shared->unconfirmed) >
+											   pg_atomic_read_u64(&sf_shared->reserved) ? 10 : 100),
 										   PG_WAIT_EXTENSION);
 	}
 	if (prepared)
@@ -1998,7 +2141,7 @@ sf_adopt_write(SnowflakeIdentity *old_owner, bool by_hand, SnowflakeNodesImage *
 	if (res.ok)
 	{
 		memset(&img, 0, sizeof(img));
-		img.mark = pg_atomic_read_u64(&sf_shared->reserved);
+		img.mark = sf_mark_held();
 		sf_mark_clock(&img);
 		img.owner = sf_shared->self;
 		img.timeline = sf_timeline_now();
@@ -2266,8 +2409,11 @@ sf_state_adopt(bool by_hand)
 			prepared = true;
 			continue;
 		}
+		/* A mark waiting for the synchronous standbys is published by whoever looks: look often. */
 		(void) ConditionVariableTimedSleep(&sf_shared->mark_cv,
-										   Min(left / SF_NS_PER_MS + 1, 100),
+										   Min(left / SF_NS_PER_MS + 1,
+											   latch == NULL && pg_atomic_read_u64(&sf_shared->unconfirmed) >
+											   pg_atomic_read_u64(&sf_shared->reserved) ? 10 : 100),
 										   PG_WAIT_EXTENSION);
 	}
 	if (prepared)
@@ -2308,7 +2454,7 @@ sf_mark_record_hold(bool wait)
 			return;
 	}
 	memset(&img, 0, sizeof(img));
-	img.mark = pg_atomic_read_u64(&sf_shared->reserved);
+	img.mark = sf_mark_held();
 	sf_mark_clock(&img);
 	img.owner = sf_shared->owner;
 	img.timeline = sf_shared->file_tli;

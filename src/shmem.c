@@ -65,6 +65,8 @@ sf_shmem_init(void)
 	pg_atomic_init_u64(&sf_shared->reserved, 0);
 	pg_atomic_init_u64(&sf_shared->demand, 0);
 	pg_atomic_init_u64(&sf_shared->write_started, 0);
+	pg_atomic_init_u64(&sf_shared->unconfirmed, 0);
+	pg_atomic_init_u64(&sf_shared->confirm_started, 0);
 	pg_atomic_init_u64(&sf_shared->write_slow_ns, 0);
 	pg_atomic_init_u64(&sf_shared->writes, 0);
 	pg_atomic_init_u64(&sf_shared->write_failures, 0);

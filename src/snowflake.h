@@ -26,7 +26,9 @@
  * - SnowflakeShared.reserved (the durable mark, in ticks) only grows while the
  *   server runs.  It is raised only by the holder of SnowflakeShared->lock in
  *   exclusive mode, after the state file that records the new value has been
- *   fsynced and durably renamed.  Readers load it without a lock.
+ *   fsynced and durably renamed, and, with synchronous_standby_names set,
+ *   after the synchronous standbys have flushed the MARK record that carries
+ *   it (unconfirmed).  Readers load it without a lock.
  * - Only writers of the state file take the lock: the reservation writer
  *   (marks, adoption, clock holds, the timeline), the startup process
  *   replaying a mark, and a caller only when no writer runs (without waiting
@@ -166,6 +168,15 @@ typedef struct SnowflakeShared
 	ConditionVariable mark_cv;	/* broadcast after every write attempt */
 	pg_atomic_uint64 demand;	/* highest tick a waiting caller needs */
 	pg_atomic_uint64 write_started;	/* monotonic ns a write began; 0: none */
+	/*
+	 * A mark the state file holds and WAL carries, not yet confirmed by the
+	 * synchronous standbys (round 16): reserved is raised to it only once
+	 * they have flushed its MARK record, which ends at unconfirmed_lsn.  Set
+	 * under the lock; unconfirmed <= reserved when nothing waits.
+	 */
+	pg_atomic_uint64 unconfirmed;
+	XLogRecPtr	unconfirmed_lsn;	/* under the lock */
+	pg_atomic_uint64 confirm_started;	/* monotonic ns the file held it; 0: none waits */
 	pg_atomic_uint64 write_slow_ns;	/* recent slowest write, decaying */
 	pg_atomic_uint64 writes;	/* write attempts, done */
 	pg_atomic_uint64 write_failures;	/* of which failed */
@@ -370,7 +381,7 @@ extern char *sf_identity_text(const SnowflakeIdentity *id);
 typedef void (*sf_replay_fn) (uint64 mark_tick, const SnowflakeIdentity *writer, uint32 writer_node);
 typedef void (*sf_nodes_replay_fn) (const SnowflakeNodesImage *img);
 extern void sf_wal_register(sf_replay_fn replay, sf_nodes_replay_fn nodes_replay);
-extern void sf_wal_log_mark(uint64 mark_tick, const SnowflakeIdentity *writer);
+extern XLogRecPtr sf_wal_log_mark(uint64 mark_tick, const SnowflakeIdentity *writer);
 extern void sf_wal_log_nodes(const SnowflakeNodesImage *img);
 
 /* mark.c: the durable mark's policy */

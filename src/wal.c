@@ -87,10 +87,11 @@ sf_wal_register(sf_replay_fn replay, sf_nodes_replay_fn nodes_replay)
 }
 
 /*
- * Log a mark and flush it; returns once the record is durable locally.  writer:
- * the data directory of the owner logging it (NULL: none named).
+ * Log a mark and flush it; returns once the record is durable locally, with
+ * the record's end (what a synchronous standby must confirm).  writer: the
+ * data directory of the owner logging it (NULL: none named).
  */
-void
+XLogRecPtr
 sf_wal_log_mark(uint64 mark_tick, const SnowflakeIdentity *writer)
 {
 	xl_snowflake_mark xlrec;
@@ -114,6 +115,7 @@ sf_wal_log_mark(uint64 mark_tick, const SnowflakeIdentity *writer)
 	XLogRegisterData((char *) &xlrec, sizeof(xlrec));
 	lsn = XLogInsert(SF_RMGR_ID, XLOG_SNOWFLAKE_MARK);
 	XLogFlush(lsn);
+	return lsn;
 }
 
 /*

@@ -1,0 +1,151 @@
+# 481_sync_confirm.pl: with synchronous_standby_names set, no ID beyond a mark
+# is returned before the synchronous standbys have flushed the MARK record that
+# carries it (issue 19, round 16 of the outside attack).
+#
+# PostgreSQL waits for a synchronous standby only at the commit of a
+# transaction that wrote.  IDs returned by a SELECT, or by a transaction that
+# rolls back, were covered by a mark on the primary alone: a standby promoted
+# after the primary's death, its clock behind, issued them again (1,882,368
+# duplicates from one snowflake_next_n(4000000) read while the standby's link
+# stalled).  Here the link stalls for real (the primary's WAL sender is
+# SIGSTOPped, so nothing more reaches the standby), the primary is killed, and
+# the standby, its clock a minute behind, is promoted and adopts: every ID it
+# issues lies above every ID the primary returned.  Also: a stalled
+# synchronous standby refuses IDs beyond the confirmed mark (a detail naming
+# it, one LOG), a session's synchronous_commit does not bypass it, clearing
+# synchronous_standby_names lets generation go on, and the standby's return
+# ends the wait.
+
+use strict;
+use warnings FATAL => 'all';
+
+use FindBin;
+use lib $FindBin::RealBin;
+
+use PostgreSQL::Test::Utils;
+use SnowflakeTest;
+use Test::More;
+
+use Time::HiRes qw(usleep);
+
+my $p = SnowflakeTest->new('primary', allows_streaming => 1, conf => 'snowflake.max_wait_ms = 2000');
+$p->start;
+$p->query('CREATE EXTENSION snowflake');
+$p->query('ALTER SYSTEM SET snowflake.failover_adopt = on; SELECT pg_reload_conf()');
+$p->node->backup('b');
+
+# The standby's application_name is its node name ('standby').
+# Its IDs may lead its clock by two minutes: promoted with the clock behind, it
+# issues from the mark it adopted, as the attacker's standby did.
+my $s = SnowflakeTest->new('standby', from_backup => [ $p, 'b' ], id_key => 'primary', clock => 'shim',
+	conf => 'snowflake.max_lead_ms = 120000');
+$s->start;
+
+sub set_sync
+{
+	my ($value) = @_;
+	$p->query("ALTER SYSTEM SET synchronous_standby_names = '$value'; SELECT pg_reload_conf()");
+}
+
+sub wait_sync
+{
+	$p->node->poll_query_until('postgres',
+		"SELECT count(*) = 1 FROM pg_stat_replication WHERE sync_state = 'sync' AND state = 'streaming'")
+	  or die 'the standby did not become synchronous';
+}
+
+set_sync('standby');
+wait_sync();
+
+# Confirmed at once while the standby streams: IDs far beyond the first mark.
+my @ids = $p->ids('SELECT snowflake_next_n(1000000)', 'the primary, synchronous standby streaming', count => 1_000_000);
+$s->wait_witness;
+
+my $big = 'SELECT max(x) FROM snowflake_next_n(4000000) x';
+
+# Takes IDs until refused; returns the highest ID returned and the refusal.
+sub until_refused
+{
+	my ($what, $setup) = @_;
+	my ($high, $r);
+	for my $try (1 .. 20)
+	{
+		$r = $p->run(($setup // '') . "\n$big");
+		if ($r->{ret} == 0)
+		{
+			my ($max) = grep { /^\d+$/ } split /\n/, $r->{stdout};
+			$high = $max if defined $max && (!defined $high || $max > $high);
+			next;
+		}
+		last;
+	}
+	isnt($r->{ret}, 0, "$what: refused within 20 calls of 4,000,000 IDs");
+	is($r->{sqlstate}, '55000', "$what: SQLSTATE 55000");
+	like($r->{detail} // '', qr/has waited \d+ ms for the synchronous standbys \(synchronous_standby_names\) to flush its WAL record/,
+		"$what: the detail names the wait for the synchronous standbys");
+	like($r->{hint} // '', qr/Check the synchronous standbys/, "$what: the hint says where to look");
+	return $high;
+}
+
+sub walsender
+{
+	my $pid = $p->query("SELECT pid FROM pg_stat_replication WHERE application_name = 'standby'");
+	die "no WAL sender for the standby" unless $pid =~ /^\d+$/;
+	return $pid;
+}
+
+# 1. The link stalls: nothing beyond the confirmed mark, whatever the session says.
+my $ws = walsender();
+kill 'STOP', $ws;
+my $log_at = -s $p->node->logfile;
+until_refused('stalled standby');
+my $writes = $p->query('SELECT mark_writes FROM snowflake_state()');
+until_refused('stalled standby, the session with synchronous_commit = local', 'SET synchronous_commit = local;');
+is($p->query('SELECT mark_writes FROM snowflake_state()'), $writes,
+	'while the mark waits for confirmation, nothing new is written (no write, no MARK record per look or call)');
+ok($p->node->wait_for_log(qr/snowflake waits for the synchronous standbys to confirm the durable mark/, $log_at),
+	'the writer logs the wait');
+my $waits = () = slurp_file($p->node->logfile, $log_at) =~ /snowflake waits for the synchronous standbys/g;
+is($waits, 1, 'the wait is logged once, not at every look');
+
+# 2. The standby comes back: the wait ends, IDs flow again.
+kill 'CONT', $ws;
+$p->ids($big, 'the standby back', count => 1);
+ok($p->node->wait_for_log(qr/durable mark is confirmed by the synchronous standbys/, $log_at),
+	'the end of the wait is logged');
+
+# 3. Stalled again, then synchronous_standby_names cleared: generation goes on.
+kill 'STOP', $ws;
+until_refused('stalled again');
+set_sync('');
+$p->ids($big, 'synchronous_standby_names cleared', count => 1);
+set_sync('standby');
+kill 'CONT', $ws;
+wait_sync();
+$p->ids($big, 'synchronous again', count => 1);
+
+# 4. The failover: the link stalls, the primary returns what it may, then dies.
+$ws = walsender();
+kill 'STOP', $ws;
+my $high = until_refused('before the failover');
+$high //= 0;
+# The postmaster first (the stopped WAL sender never sends again), then the WAL sender.
+my @pids = split /\n/, $p->query('SELECT pid FROM pg_stat_activity');
+$p->node->kill9;
+kill 'KILL', $ws;
+for (1 .. 300)
+{
+	last unless grep { kill(0, $_) } @pids;
+	usleep(100_000);
+}
+
+# The standby's clock is a minute behind the primary's IDs: only the adopted
+# mark keeps it above them.
+$s->set_clock_ms(-60_000);
+$s->promote;
+my @after = $s->ids('SELECT snowflake_next_n(100000)', 'the promoted standby, its clock a minute behind', count => 100_000);
+my ($min_after) = sort { $a <=> $b } @after;
+cmp_ok($min_after, '>', $high, 'every ID of the promoted standby lies above every ID the primary returned');
+cmp_ok($min_after, '>', (sort { $a <=> $b } @ids)[-1], 'and above the IDs taken while the standby streamed');
+
+done_testing();
