@@ -108,6 +108,34 @@ ok($p->node->wait_for_log(qr/snowflake waits for the synchronous standbys to con
 my $waits = () = slurp_file($p->node->logfile, $log_at) =~ /snowflake waits for the synchronous standbys/g;
 is($waits, 1, 'the wait is logged once, not at every look');
 
+# No writer running (it exited; the postmaster, stopped here, cannot restart it): a
+# waiting call in a session opened before waits for the standbys too, and writes
+# nothing new while a mark waits for them (not one write per look).
+my $bg = $p->background;
+$bg->query_safe('SET snowflake.max_wait_ms = 1000');
+my $cw = $p->query('SELECT caller_writes FROM snowflake_state()');
+my $pm = $p->node->{_pid};
+my $writer = $p->writer_pid;
+kill('STOP', $pm) or die "kill STOP postmaster: $!";
+kill('TERM', $writer) or die "kill TERM writer: $!";
+my $exited = 0;
+for (1 .. 300)
+{
+	my $stat = slurp_file("/proc/$writer/stat");
+	if ($stat =~ /^\d+ \(.*\) Z /) { $exited = 1; last; }
+	usleep(100_000);
+}
+ok($exited, 'the writer exited (not reaped while the postmaster is stopped)');
+my $none = $bg->query($big);
+like($bg->{stderr}, qr/has waited \d+ ms for the synchronous standbys/, 'no writer: the call is refused, waiting for the standbys');
+$bg->query($big);
+my $cw_after = $bg->query('SELECT caller_writes FROM snowflake_state()');
+kill('CONT', $pm) or die "kill CONT postmaster: $!";
+is($none, q{}, 'no writer: no ID returned');
+is($cw_after, $cw, 'no writer: the waiting calls wrote nothing while the mark waits for the standbys');
+$bg->quit;
+$p->writer_pid;
+
 # 2. The standby comes back: the wait ends, IDs flow again.
 kill 'CONT', $ws;
 $p->ids($big, 'the standby back', count => 1);
