@@ -17,7 +17,8 @@ OBJS = \
 	src/registry.o \
 	src/type.o \
 	src/functions.o \
-	src/migrate.o
+	src/migrate.o \
+	src/guard.o
 
 DATA = $(wildcard sql/$(EXTENSION)--*.sql)
 

@@ -39,6 +39,23 @@ $function$;
 COMMENT ON FUNCTION pg_catalog.snowflake_check_schema() IS
 'internal: refuses while the extension''s schema is not named as when it was created (called first by the functions a superuser runs)';
 
+-- And the schema keeps its name and contents while the extension is in it (round 17): the
+-- migration runs the table owner's code (a CHECK function) between the guard above and its
+-- later calls, and another session may act at any time, so renaming or dropping the schema
+-- (or DROP OWNED BY its owner) is refused at ddl_command_start, for every role.  A superuser
+-- who must can DROP EXTENSION snowflake first, or disable the trigger for the change.
+CREATE FUNCTION pg_catalog.snowflake_schema_guard()
+RETURNS event_trigger
+LANGUAGE C
+AS 'MODULE_PATHNAME', 'snowflake_schema_guard';
+
+COMMENT ON FUNCTION pg_catalog.snowflake_schema_guard() IS
+'internal: event trigger refusing to rename or drop the schema extension snowflake is in';
+
+CREATE EVENT TRIGGER snowflake_schema_guard ON ddl_command_start
+    WHEN TAG IN ('ALTER SCHEMA', 'DROP SCHEMA', 'DROP OWNED')
+    EXECUTE FUNCTION pg_catalog.snowflake_schema_guard();
+
 -- The script itself runs with search_path set to the extension's schema, where the database's
 -- owner may create too: its DO blocks run with search_path pg_catalog, pg_temp instead, and put
 -- it back at their end for the statements that follow, so that no planted operator or format()

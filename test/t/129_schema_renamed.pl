@@ -22,7 +22,9 @@ $node->init;
 $node->append_conf('postgresql.conf', "shared_preload_libraries = 'snowflake'\nsnowflake.datacenter_id = 1\nsnowflake.machine_id = 1\n");
 $node->start;
 $node->safe_psql('postgres', q{CREATE ROLE mallory LOGIN; CREATE DATABASE m10 OWNER mallory});
-$node->safe_psql('m10', q{CREATE EXTENSION snowflake; CREATE SCHEMA a; CREATE TABLE a.t (id serial PRIMARY KEY);
+# Since round 17 the extension's event trigger refuses the rename (131_schema_guard.pl); this
+# file checks the guard beneath it, where event triggers do not fire: disabled by a superuser.
+$node->safe_psql('m10', q{CREATE EXTENSION snowflake; ALTER EVENT TRIGGER snowflake_schema_guard DISABLE; CREATE SCHEMA a; CREATE TABLE a.t (id serial PRIMARY KEY);
 CREATE TABLE a.planted_calls (what text); GRANT USAGE ON SCHEMA a TO PUBLIC; GRANT INSERT ON a.planted_calls TO PUBLIC});
 
 # The owner renames public (the extension's schema) and plants look-alikes of every helper the

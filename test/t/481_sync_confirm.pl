@@ -114,17 +114,7 @@ is($waits, 1, 'the wait is logged once, not at every look');
 my $bg = $p->background;
 $bg->query_safe('SET snowflake.max_wait_ms = 1000');
 my $cw = $p->query('SELECT caller_writes FROM snowflake_state()');
-my $pm = $p->node->{_pid};
-my $writer = $p->writer_pid;
-kill('STOP', $pm) or die "kill STOP postmaster: $!";
-kill('TERM', $writer) or die "kill TERM writer: $!";
-my $exited = 0;
-for (1 .. 300)
-{
-	my $stat = slurp_file("/proc/$writer/stat");
-	if ($stat =~ /^\d+ \(.*\) Z /) { $exited = 1; last; }
-	usleep(100_000);
-}
+my ($pm, $exited) = $p->stop_writer_and_postmaster;
 ok($exited, 'the writer exited (not reaped while the postmaster is stopped)');
 my $none = $bg->query($big);
 like($bg->{stderr}, qr/has waited \d+ ms for the synchronous standbys/, 'no writer: the call is refused, waiting for the standbys');

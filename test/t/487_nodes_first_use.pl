@@ -57,17 +57,7 @@ like($o->nodes_file->{used}, qr{(^|,)1/9$}, 'and snowflake.nodes records 1/9');
 # The call runs in a session opened before, which needs no postmaster.
 my $bg = $o->background;
 $bg->query_safe('SET snowflake.max_wait_ms = 200; SET snowflake.machine_id = 8');
-my $pm = $o->node->{_pid};
-$writer = $o->writer_pid;
-kill('STOP', $pm) or die "kill STOP postmaster: $!";
-kill('TERM', $writer) or die "kill TERM writer: $!";
-my $exited = 0;
-for (1 .. 300)
-{
-	my $stat = slurp_file("/proc/$writer/stat");
-	if ($stat =~ /^\d+ \(.*\) Z /) { $exited = 1; last; }
-	usleep(100_000);
-}
+my ($pm, $exited) = $o->stop_writer_and_postmaster;
 ok($exited, 'the writer exited (not reaped while the postmaster is stopped)');
 my $none = $bg->query("SELECT snowflake_next()");
 kill('CONT', $pm) or die "kill CONT postmaster: $!";

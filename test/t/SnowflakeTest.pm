@@ -650,6 +650,26 @@ sub child_pid
 	return undef;
 }
 
+# No writer running: SIGSTOP the postmaster (so it cannot restart the writer),
+# SIGTERM the writer, and wait until it has exited (a zombie, not reaped while
+# the postmaster is stopped).  Returns the postmaster's pid (SIGCONT it to go on)
+# and whether the writer exited.  Calls must run in sessions opened before.
+sub stop_writer_and_postmaster
+{
+	my ($self) = @_;
+	my $pm = $self->{node}->{_pid};
+	my $writer = $self->writer_pid;
+	kill('STOP', $pm) or croak "kill STOP postmaster: $!";
+	kill('TERM', $writer) or croak "kill TERM writer: $!";
+	for (1 .. 300)
+	{
+		my $stat = PostgreSQL::Test::Utils::slurp_file("/proc/$writer/stat");
+		return ($pm, 1) if $stat =~ /^\d+ \(.*\) Z /;
+		usleep(100_000);
+	}
+	return ($pm, 0);
+}
+
 # The pid of the reservation writer (waits up to 30 s for it to run).
 sub writer_pid
 {

@@ -1,0 +1,183 @@
+/*
+ * guard.c: the extension's schema keeps its name and its contents while the
+ * extension is in it (outside attack on issue 19, round 17).
+ *
+ * The functions a superuser runs (the migration, claims and releases, the
+ * repair after pg_upgrade), the jsonb cast and the documented administrative
+ * calls name the extension's objects by the schema they were created in.  The
+ * owner of that schema (on PostgreSQL 15 and later, public belongs to the
+ * database's owner) could rename it, or drop it with everything in it, and
+ * make a new schema of the old name whose look-alikes those calls then run
+ * with their callers' rights: during a migration, from the owner's own CHECK
+ * function; from another session; or before a superuser's next call.
+ *
+ * - snowflake_schema_guard(): an event trigger at ddl_command_start for ALTER
+ *   SCHEMA, DROP SCHEMA and DROP OWNED that refuses to rename or drop the
+ *   extension's schema, or to drop what its owner owns, for every role.  A
+ *   superuser who must can DROP EXTENSION first, or disable the trigger.
+ * - sf_guard_schema_now() and sf_guard_schema_unchanged(): around the owner's
+ *   statements in snowflake_migrate_exec(): the extension is still in the
+ *   schema it was in, under the same name, even where event triggers do not
+ *   fire.
+ *
+ * This file calls nothing else of the extension.
+ */
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "catalog/indexing.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_extension.h"
+#include "catalog/pg_namespace.h"
+#include "commands/event_trigger.h"
+#include "fmgr.h"
+#include "nodes/parsenodes.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "utils/lsyscache.h"
+#include "utils/syscache.h"
+
+#include "snowflake.h"
+
+PG_FUNCTION_INFO_V1(snowflake_schema_guard);
+
+/* The schema extension snowflake is in, or InvalidOid when it is not installed. */
+static Oid
+sf_extension_schema(void)
+{
+	Relation	rel;
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tup;
+	Oid			nsp = InvalidOid;
+
+	rel = table_open(ExtensionRelationId, AccessShareLock);
+	ScanKeyInit(&key, Anum_pg_extension_extname, BTEqualStrategyNumber, F_NAMEEQ,
+				CStringGetDatum("snowflake"));
+	scan = systable_beginscan(rel, ExtensionNameIndexId, true, NULL, 1, &key);
+	tup = systable_getnext(scan);
+	if (HeapTupleIsValid(tup))
+		nsp = ((Form_pg_extension) GETSTRUCT(tup))->extnamespace;
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	return nsp;
+}
+
+/* what: "rename schema", "drop schema", "drop the objects of the owner of schema" */
+static void
+sf_guard_refuse(const char *what, const char *schema)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
+			 errmsg("cannot %s \"%s\": extension snowflake is in it", what, schema),
+			 errdetail("The extension's functions, and the calls its documentation gives, name its objects by this schema's name: "
+					   "a schema made under the name later would run its look-alikes with their callers' rights."),
+			 errhint("A superuser can DROP EXTENSION snowflake first, or ALTER EVENT TRIGGER snowflake_schema_guard DISABLE for the change.")));
+}
+
+/*
+ * snowflake_schema_guard(): event trigger, ddl_command_start, tags ALTER
+ * SCHEMA, DROP SCHEMA and DROP OWNED.
+ */
+Datum
+snowflake_schema_guard(PG_FUNCTION_ARGS)
+{
+	EventTriggerData *trigdata;
+	Node	   *tree;
+	Oid			nsp;
+	char	   *name;
+
+	if (!CALLED_AS_EVENT_TRIGGER(fcinfo))
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_EVENT_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("snowflake_schema_guard() runs only as an event trigger")));
+	trigdata = (EventTriggerData *) fcinfo->context;
+	tree = trigdata->parsetree;
+	nsp = sf_extension_schema();
+	if (!OidIsValid(nsp) || tree == NULL)
+		PG_RETURN_VOID();
+	name = get_namespace_name(nsp);
+	if (name == NULL)
+		PG_RETURN_VOID();
+
+	if (IsA(tree, RenameStmt))
+	{
+		RenameStmt *stmt = (RenameStmt *) tree;
+
+		if (stmt->renameType == OBJECT_SCHEMA && stmt->subname != NULL && strcmp(stmt->subname, name) == 0)
+			sf_guard_refuse("rename schema", name);
+	}
+	else if (IsA(tree, DropStmt))
+	{
+		DropStmt   *stmt = (DropStmt *) tree;
+		ListCell   *lc;
+
+		if (stmt->removeType == OBJECT_SCHEMA)
+			foreach(lc, stmt->objects)
+			{
+				Node	   *obj = (Node *) lfirst(lc);
+
+				if (IsA(obj, String) && strcmp(strVal(obj), name) == 0)
+					sf_guard_refuse("drop schema", name);
+			}
+	}
+	else if (IsA(tree, DropOwnedStmt))
+	{
+		DropOwnedStmt *stmt = (DropOwnedStmt *) tree;
+		HeapTuple	tup = SearchSysCache1(NAMESPACEOID, ObjectIdGetDatum(nsp));
+		Oid			owner;
+		ListCell   *lc;
+
+		if (!HeapTupleIsValid(tup))
+			PG_RETURN_VOID();
+		owner = ((Form_pg_namespace) GETSTRUCT(tup))->nspowner;
+		ReleaseSysCache(tup);
+		foreach(lc, stmt->roles)
+		{
+			RoleSpec   *role = lfirst(lc);
+
+			if (get_rolespec_oid(role, true) == owner)
+				sf_guard_refuse("drop the objects of the owner of schema", name);
+		}
+	}
+	PG_RETURN_VOID();
+}
+
+/*
+ * The extension's schema and its name now (before code of another role runs
+ * inside the caller's call); InvalidOid when the extension is not installed.
+ */
+Oid
+sf_guard_schema_now(char **name)
+{
+	Oid			nsp = sf_extension_schema();
+
+	*name = OidIsValid(nsp) ? get_namespace_name(nsp) : NULL;
+	return nsp;
+}
+
+/*
+ * After code of another role ran inside the caller's call: refuse unless the
+ * extension is still in the schema it was in before, under the same name.
+ * (Read from the catalogs as they are now: a STABLE check in SQL would see
+ * the snapshot of the caller's statement, from before the owner's code ran.)
+ */
+void
+sf_guard_schema_unchanged(Oid nsp_before, const char *name_before, const char *caller)
+{
+	char	   *name_now;
+	Oid			nsp_now = sf_guard_schema_now(&name_now);
+
+	if (nsp_now != nsp_before || name_now == NULL || name_before == NULL || strcmp(name_now, name_before) != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("%s refused: code of the table's owner moved extension snowflake out of schema \"%s\"",
+						caller, name_before ? name_before : "?"),
+				 name_now ?
+				 errdetail("The schema is named \"%s\" now: the rest of the call would run whatever another role put in a schema of the old name.", name_now) :
+				 errdetail("The extension or its schema was dropped: the rest of the call would run whatever took the place of its functions."),
+				 errhint("Find out why the owner's code (a CHECK, an index expression, a trigger) does this before migrating again.")));
+}

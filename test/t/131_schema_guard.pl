@@ -1,0 +1,130 @@
+# 131_schema_guard.pl: the extension's schema can be neither renamed nor dropped while the
+# extension is in it (outside attack on issue 19, round 17).
+#
+# The database's owner (on PostgreSQL 15, owner of public) made a superuser of itself three ways:
+#   F1  its table's CHECK function, run as the owner inside the documented migration, renamed
+#       public and planted look-alikes of the migration's helpers in a new public: the rest of the
+#       superuser's call ran them (the guard of round 16 looked only at the call's start);
+#   F2  renamed public and made a domain public.snowflake whose CHECK ran, as the caller, inside
+#       the jsonb -> snowflake cast (its body names the type by the schema's name);
+#   F3  renamed public and planted look-alikes of the documented administrative calls
+#       (public.snowflake_status(), ...), which a superuser then ran.
+# Now an event trigger of the extension refuses ALTER SCHEMA ... RENAME and DROP SCHEMA of its
+# schema, and DROP OWNED BY that schema's owner, for every role; and the migration checks after
+# the owner's code ran that the extension is still in its schema under its name (where event
+# triggers do not fire).  Each reproduction also runs with the trigger disabled, as a control
+# (F1: the migration's own check refuses).
+use strict;
+use warnings FATAL => 'all';
+use FindBin;
+use lib $FindBin::RealBin;
+use SnowflakeTest;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $node = PostgreSQL::Test::Cluster->new('schema_guard');
+$node->init;
+$node->append_conf('postgresql.conf', "shared_preload_libraries = 'snowflake'\nsnowflake.datacenter_id = 1\nsnowflake.machine_id = 1\n");
+$node->start;
+$node->safe_psql('postgres', q{CREATE ROLE alice LOGIN; CREATE DATABASE app OWNER alice});
+$node->safe_psql('app', q{CREATE EXTENSION snowflake SCHEMA public;
+CREATE SCHEMA audit; CREATE TABLE audit.planted_calls (what text);
+GRANT USAGE ON SCHEMA audit TO PUBLIC; GRANT INSERT ON audit.planted_calls TO PUBLIC});
+
+sub alice
+{
+	my ($sql) = @_;
+	return $node->psql('app', $sql, extra_params => [ '-U', 'alice' ]);
+}
+
+sub unprivileged
+{
+	my ($what) = @_;
+	is($node->safe_psql('postgres', q{SELECT rolsuper FROM pg_roles WHERE rolname = 'alice'}), 'f', "$what: alice stays unprivileged");
+	is($node->safe_psql('app', 'SELECT count(*) FROM audit.planted_calls'), '0', "$what: no planted code ran");
+}
+
+my $refused = qr/ERROR:  cannot (rename schema|drop schema|drop the objects of the owner of schema) "public": extension snowflake is in it/;
+
+# The schema's owner, and a superuser too, cannot rename or drop it, in any form.
+for my $sql (
+	'ALTER SCHEMA public RENAME TO public_',
+	'DROP SCHEMA public CASCADE',
+	'DROP SCHEMA IF EXISTS audit, public CASCADE',
+	'DROP OWNED BY pg_database_owner CASCADE',
+	q{DO $$ BEGIN EXECUTE 'ALTER SCHEMA public RENAME TO x'; END $$})
+{
+	my ($ret, $out, $err) = alice($sql);
+	like($err, $refused, "the database's owner: $sql: refused");
+}
+my ($ret, $out, $err) = $node->psql('app', 'ALTER SCHEMA public RENAME TO public_', extra_params => [ '-v', 'VERBOSITY=verbose' ]);
+like($err, qr/ERROR:  2BP01: cannot rename schema "public": extension snowflake is in it/, 'a superuser too: 2BP01');
+like($err, qr/HINT:  A superuser can DROP EXTENSION snowflake first, or ALTER EVENT TRIGGER snowflake_schema_guard DISABLE/, 'the hint says what a superuser can do');
+is($node->safe_psql('app', q{SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'snowflake'}),
+	'public', 'the extension is still in public');
+# Other schemas are not guarded.
+($ret, $out, $err) = alice('CREATE SCHEMA scratch; ALTER SCHEMA scratch RENAME TO scratch2; DROP SCHEMA scratch2');
+is($ret, 0, 'other schemas are renamed and dropped as before');
+
+# F1: the owner's CHECK, run inside the documented migration, renames public and plants the helpers.
+my $f1 = q{
+CREATE SCHEMA evil;
+GRANT USAGE ON SCHEMA evil TO PUBLIC;
+} . SnowflakeTest::planted_pwn_sql('evil', 'audit.planted_calls', 'alice') . q{
+CREATE FUNCTION evil.chk(v bigint) RETURNS boolean LANGUAGE plpgsql AS $f$
+BEGIN
+	IF session_user <> current_user AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_namespace WHERE nspname = 'public_real') THEN
+		ALTER SCHEMA public RENAME TO public_real;
+		CREATE SCHEMA public;
+		GRANT USAGE ON SCHEMA public TO PUBLIC;
+		CREATE FUNCTION public.snowflake_migrate_exec(oid, text[]) RETURNS text LANGUAGE plpgsql AS $p$ BEGIN PERFORM evil.pwn('exec'); RETURN NULL; END $p$;
+		CREATE FUNCTION public.snowflake_migrate_lift(bigint) RETURNS void LANGUAGE plpgsql AS $p$ BEGIN PERFORM evil.pwn('lift'); END $p$;
+		CREATE FUNCTION public.snowflake_migrate_floor() RETURNS bigint LANGUAGE plpgsql AS $p$ BEGIN PERFORM evil.pwn('floor'); RETURN 0; END $p$;
+		CREATE FUNCTION public.snowflake_next() RETURNS bigint LANGUAGE plpgsql AS $p$ BEGIN PERFORM evil.pwn('next'); RETURN 0; END $p$;
+	END IF;
+	RETURN true;
+END $f$;
+CREATE TABLE public.orders (id serial PRIMARY KEY CHECK (evil.chk(id)), v text);
+INSERT INTO public.orders (v) SELECT 'row ' || g FROM generate_series(1, 10) g;
+};
+($ret, $out, $err) = alice($f1);
+is($ret, 0, 'F1: the owner made its table, with a CHECK that renames public when run for someone else') or diag($err);
+my $migrate = q{BEGIN; SET LOCAL search_path = pg_catalog, pg_temp;
+SELECT pg_catalog.jsonb_pretty(public.snowflake_migrate_column('public.orders'::pg_catalog.regclass, 'id'::pg_catalog.name, 'bigint'::pg_catalog.regtype));
+COMMIT;};
+($ret, $out, $err) = $node->psql('app', $migrate);
+like($err, $refused, 'F1: the rename inside the migration is refused, and the migration with it');
+unprivileged('F1');
+is($node->safe_psql('app', q{SELECT count(*) FROM pg_namespace WHERE nspname = 'public_real'}), '0', 'F1: public keeps its name');
+
+# F1 with the event trigger disabled (where event triggers do not fire): the migration's own
+# check, after the owner's statements, refuses.
+$node->safe_psql('app', 'ALTER EVENT TRIGGER snowflake_schema_guard DISABLE');
+($ret, $out, $err) = $node->psql('app', $migrate);
+like($err, qr/snowflake_migrate_column\(\) refused: code of the table's owner moved extension snowflake out of schema "public"/,
+	'F1, trigger disabled: the migration refuses once the owner\'s code renamed the schema');
+unprivileged('F1, trigger disabled');
+$node->safe_psql('app', 'ALTER EVENT TRIGGER snowflake_schema_guard ENABLE');
+is($node->safe_psql('app', q{SELECT count(*) FROM pg_namespace WHERE nspname = 'public_real'}), '0', 'F1, trigger disabled: rolled back');
+
+# F2: a domain public.snowflake in a renamed public, reached through the jsonb cast.
+($ret, $out, $err) = alice(q{ALTER SCHEMA public RENAME TO public_old; CREATE SCHEMA public;});
+like($err, $refused, 'F2: the rename is refused');
+is($node->safe_psql('app', q{BEGIN; SET LOCAL search_path = pg_catalog, pg_temp;
+SELECT ('{"id": "2128088743448551424"}'::pg_catalog.jsonb OPERATOR(pg_catalog.->) 'id')::public.snowflake; COMMIT;}),
+	'2128088743448551424', 'F2: the cast reads the value, through the extension\'s own type');
+unprivileged('F2');
+
+# F3: dropped, rather than renamed, then planted: refused as well.
+($ret, $out, $err) = alice(q{DROP SCHEMA public CASCADE; CREATE SCHEMA public;
+CREATE FUNCTION public.snowflake_status() RETURNS void LANGUAGE sql AS 'SELECT NULL::void'});
+like($err, $refused, 'F3: dropping public, to plant the administrative calls, is refused');
+is($node->safe_psql('app', q{SELECT count(*) FROM pg_extension WHERE extname = 'snowflake'}), '1', 'F3: the extension stays');
+
+# DROP EXTENSION still works (the trigger goes with it), and the schema is then the owner's again.
+$node->safe_psql('app', 'DROP TABLE public.orders; DROP EXTENSION snowflake');
+($ret, $out, $err) = alice('ALTER SCHEMA public RENAME TO public_; ALTER SCHEMA public_ RENAME TO public');
+is($ret, 0, 'after DROP EXTENSION the schema is renamed as before') or diag($err);
+
+done_testing();
