@@ -15,10 +15,10 @@
  *   SCHEMA, DROP SCHEMA and DROP OWNED that refuses to rename or drop the
  *   extension's schema, or to drop what its owner owns, for every role.  A
  *   superuser who must can DROP EXTENSION first, or disable the trigger.
- * - sf_guard_schema_now() and sf_guard_schema_unchanged(): around the owner's
- *   statements in snowflake_migrate_exec(): the extension is still in the
- *   schema it was in, under the same name, even where event triggers do not
- *   fire.
+ * - sf_guard_before() and sf_guard_after(): around the owner's statements in
+ *   snowflake_migrate_exec(): the extension is still in the schema it was
+ *   in, under the same name (even where event triggers do not fire), and the
+ *   owner's code made no function or operator in that schema.
  *
  * This file calls nothing else of the extension.
  */
@@ -31,6 +31,9 @@
 #include "catalog/namespace.h"
 #include "catalog/pg_extension.h"
 #include "catalog/pg_namespace.h"
+#include "catalog/pg_operator.h"
+#include "catalog/pg_proc.h"
+#include "access/xact.h"
 #include "commands/event_trigger.h"
 #include "fmgr.h"
 #include "nodes/parsenodes.h"
@@ -146,38 +149,103 @@ snowflake_schema_guard(PG_FUNCTION_ARGS)
 	PG_RETURN_VOID();
 }
 
-/*
- * The extension's schema and its name now (before code of another role runs
- * inside the caller's call); InvalidOid when the extension is not installed.
- */
-Oid
-sf_guard_schema_now(char **name)
+/* What sf_guard_before() saw. */
+typedef struct SfGuardBefore
 {
-	Oid			nsp = sf_extension_schema();
+	Oid			nsp;			/* the extension's schema; InvalidOid: not installed */
+	char	   *name;			/* its name */
+	List	   *touched;		/* functions and operators in it this transaction made or changed */
+} SfGuardBefore;
 
-	*name = OidIsValid(nsp) ? get_namespace_name(nsp) : NULL;
-	return nsp;
+/* OIDs of the rows of catalog (pg_proc or pg_operator) in nsp that this transaction wrote. */
+static List *
+sf_guard_touched(Oid catalog, Oid nsp, List *acc)
+{
+	Relation	rel = table_open(catalog, AccessShareLock);
+	SysScanDesc scan = systable_beginscan(rel, InvalidOid, false, NULL, 0, NULL);
+	HeapTuple	tup;
+
+	while (HeapTupleIsValid(tup = systable_getnext(scan)))
+	{
+		Oid			in;
+		Oid			oid;
+
+		if (catalog == ProcedureRelationId)
+		{
+			in = ((Form_pg_proc) GETSTRUCT(tup))->pronamespace;
+			oid = ((Form_pg_proc) GETSTRUCT(tup))->oid;
+		}
+		else
+		{
+			in = ((Form_pg_operator) GETSTRUCT(tup))->oprnamespace;
+			oid = ((Form_pg_operator) GETSTRUCT(tup))->oid;
+		}
+		if (in == nsp && TransactionIdIsCurrentTransactionId(HeapTupleHeaderGetXmin(tup->t_data)))
+			acc = lappend_oid(acc, oid);
+	}
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	return acc;
+}
+
+static List *
+sf_guard_touched_all(Oid nsp)
+{
+	return sf_guard_touched(OperatorRelationId, nsp, sf_guard_touched(ProcedureRelationId, nsp, NIL));
 }
 
 /*
- * After code of another role ran inside the caller's call: refuse unless the
- * extension is still in the schema it was in before, under the same name.
- * (Read from the catalogs as they are now: a STABLE check in SQL would see
- * the snapshot of the caller's statement, from before the owner's code ran.)
+ * Before code of another role runs inside the caller's call: the extension's
+ * schema, its name, and what in it this transaction already wrote.
+ */
+void *
+sf_guard_before(void)
+{
+	SfGuardBefore *b = palloc0(sizeof(SfGuardBefore));
+
+	b->nsp = sf_extension_schema();
+	b->name = OidIsValid(b->nsp) ? get_namespace_name(b->nsp) : NULL;
+	if (OidIsValid(b->nsp))
+		b->touched = sf_guard_touched_all(b->nsp);
+	return b;
+}
+
+/*
+ * After it ran: refuse unless the extension is still in the same schema under
+ * the same name, and no function or operator in that schema was made or
+ * changed meanwhile (a look-alike, or an overload that a later call by the
+ * schema's name would pick, run with the caller's rights).  Read from the
+ * catalogs as they are now: a STABLE check in SQL would see the snapshot of
+ * the caller's statement, from before the owner's code ran.
  */
 void
-sf_guard_schema_unchanged(Oid nsp_before, const char *name_before, const char *caller)
+sf_guard_after(void *before, const char *caller)
 {
-	char	   *name_now;
-	Oid			nsp_now = sf_guard_schema_now(&name_now);
+	SfGuardBefore *b = (SfGuardBefore *) before;
+	Oid			nsp_now = sf_extension_schema();
+	char	   *name_now = OidIsValid(nsp_now) ? get_namespace_name(nsp_now) : NULL;
+	List	   *touched;
+	ListCell   *lc;
 
-	if (nsp_now != nsp_before || name_now == NULL || name_before == NULL || strcmp(name_now, name_before) != 0)
+	if (nsp_now != b->nsp || name_now == NULL || b->name == NULL || strcmp(name_now, b->name) != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("%s refused: code of the table's owner moved extension snowflake out of schema \"%s\"",
-						caller, name_before ? name_before : "?"),
+						caller, b->name ? b->name : "?"),
 				 name_now ?
 				 errdetail("The schema is named \"%s\" now: the rest of the call would run whatever another role put in a schema of the old name.", name_now) :
 				 errdetail("The extension or its schema was dropped: the rest of the call would run whatever took the place of its functions."),
 				 errhint("Find out why the owner's code (a CHECK, an index expression, a trigger) does this before migrating again.")));
+
+	touched = sf_guard_touched_all(nsp_now);
+	foreach(lc, touched)
+	{
+		if (!list_member_oid(b->touched, lfirst_oid(lc)))
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("%s refused: code of the table's owner made or changed a function or operator in schema \"%s\", which extension snowflake uses",
+							caller, b->name),
+					 errdetail("A later call by the schema's name could pick it (a look-alike or an overload) and run it with the caller's rights."),
+					 errhint("Find out why the owner's code (a CHECK, an index expression, a trigger) does this before migrating again.")));
+	}
 }

@@ -68,8 +68,7 @@ snowflake_migrate_exec(PG_FUNCTION_ARGS)
 	int			save_nestlevel;
 	MemoryContext callcxt = CurrentMemoryContext;
 	char	   *result = NULL;
-	Oid			nsp_before;
-	char	   *name_before;
+	void	   *guard;
 
 	if (PG_ARGISNULL(0))
 		ereport(ERROR,
@@ -101,7 +100,7 @@ snowflake_migrate_exec(PG_FUNCTION_ARGS)
 	 * setting changed inside is rolled back at the end.  An error aborts the
 	 * (sub)transaction, which restores the user and the settings.
 	 */
-	nsp_before = sf_guard_schema_now(&name_before);
+	guard = sf_guard_before();
 	GetUserIdAndSecContext(&save_userid, &save_sec_context);
 	SetUserIdAndSecContext(role, save_sec_context | SECURITY_LOCAL_USERID_CHANGE |
 						   SECURITY_RESTRICTED_OPERATION);
@@ -139,10 +138,10 @@ snowflake_migrate_exec(PG_FUNCTION_ARGS)
 
 	/*
 	 * The owner's code may have renamed or dropped the extension's schema and
-	 * made another of its name: the caller's next call by that name would run
-	 * a look-alike with the caller's rights (round 17, F1).
+	 * made another of its name, or put an overload in it: the caller's next
+	 * call by that name would run it with the caller's rights (round 17, F1).
 	 */
-	sf_guard_schema_unchanged(nsp_before, name_before, "snowflake_migrate_column()");
+	sf_guard_after(guard, "snowflake_migrate_column()");
 
 	if (result == NULL)
 		PG_RETURN_NULL();

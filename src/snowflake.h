@@ -382,8 +382,8 @@ typedef void (*sf_replay_fn) (uint64 mark_tick, const SnowflakeIdentity *writer,
 typedef void (*sf_nodes_replay_fn) (const SnowflakeNodesImage *img);
 extern void sf_wal_register(sf_replay_fn replay, sf_nodes_replay_fn nodes_replay);
 /* guard.c */
-extern Oid	sf_guard_schema_now(char **name);
-extern void sf_guard_schema_unchanged(Oid nsp_before, const char *name_before, const char *caller);
+extern void *sf_guard_before(void);
+extern void sf_guard_after(void *before, const char *caller);
 
 extern XLogRecPtr sf_wal_log_mark(uint64 mark_tick, const SnowflakeIdentity *writer);
 extern void sf_wal_log_nodes(const SnowflakeNodesImage *img);

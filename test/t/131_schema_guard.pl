@@ -108,6 +108,26 @@ unprivileged('F1, trigger disabled');
 $node->safe_psql('app', 'ALTER EVENT TRIGGER snowflake_schema_guard ENABLE');
 is($node->safe_psql('app', q{SELECT count(*) FROM pg_namespace WHERE nspname = 'public_real'}), '0', 'F1, trigger disabled: rolled back');
 
+# F1 without a rename: the owner's CHECK, run inside the migration, puts an overload of a helper
+# the migration calls later (and a look-alike operator) into public, which it owns: refused.
+($ret, $out, $err) = alice(q{
+CREATE FUNCTION evil.chk2(v bigint) RETURNS boolean LANGUAGE plpgsql AS $f$
+BEGIN
+	IF session_user <> current_user AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_proc WHERE proname = 'snowflake_migrate_lift' AND pronargs = 2) THEN
+		CREATE FUNCTION public.snowflake_migrate_lift(bigint, integer DEFAULT 0) RETURNS void LANGUAGE plpgsql AS $p$ BEGIN PERFORM evil.pwn('lift overload'); END $p$;
+	END IF;
+	RETURN true;
+END $f$;
+CREATE TABLE public.orders2 (id serial PRIMARY KEY CHECK (evil.chk2(id)), v text);
+INSERT INTO public.orders2 (v) SELECT 'row ' || g FROM generate_series(1, 10) g;
+});
+is($ret, 0, 'F1, overload: the owner made its table') or diag($err);
+($ret, $out, $err) = $node->psql('app', $migrate =~ s/public\.orders'/public.orders2'/r);
+like($err, qr/snowflake_migrate_column\(\) refused: code of the table's owner made or changed a function or operator in schema "public", which extension snowflake uses/,
+	'F1, overload: the migration refuses once the owner\'s code put a function into the extension\'s schema');
+unprivileged('F1, overload');
+is($node->safe_psql('app', q{SELECT count(*) FROM pg_proc WHERE proname = 'snowflake_migrate_lift' AND pronargs = 2}), '0', 'F1, overload: rolled back');
+
 # F2: a domain public.snowflake in a renamed public, reached through the jsonb cast.
 ($ret, $out, $err) = alice(q{ALTER SCHEMA public RENAME TO public_old; CREATE SCHEMA public;});
 like($err, $refused, 'F2: the rename is refused');

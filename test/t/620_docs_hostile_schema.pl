@@ -127,5 +127,22 @@ $n->safe_psql('app', q{ALTER ROLE mallory NOSUPERUSER; TRUNCATE public.planted_c
 is($n->safe_psql('app', q{SELECT pg_catalog.nextval('public.orders_id_seq')}), '43',
 	'docs/migration.md: the sequence was set above the largest ID');
 
+# README's CREATE EXTENSION (round 17, F3): a role with CREATE on the database made a schema
+# named like the superuser first; the block names the schema, so the extension goes to public,
+# where every documented call looks for it.  Control: without SCHEMA it goes to "$user".
+my $install = doc_block('README.md', qr/^CREATE EXTENSION snowflake/m);
+like($install, qr/CREATE EXTENSION snowflake SCHEMA public;/, 'README.md: the install block names the schema');
+my $ext_schema = q{SELECT e.extnamespace::pg_catalog.regnamespace FROM pg_catalog.pg_extension e WHERE e.extname OPERATOR(pg_catalog.=) 'snowflake'};
+for my $db ('app2', 'app3')
+{
+	$t->query(qq{CREATE DATABASE $db});
+	$n->safe_psql($db, 'GRANT CREATE ON DATABASE ' . $db . ' TO mallory');
+	$n->safe_psql($db, qq{CREATE SCHEMA "$super"}, extra_params => [ '-U', 'mallory' ]);
+}
+$n->safe_psql('app2', $install);
+is($n->safe_psql('app2', $ext_schema), 'public', 'README.md: the install block puts the extension in public, not in a schema named like the superuser');
+$n->safe_psql('app3', 'CREATE EXTENSION snowflake;');
+is($n->safe_psql('app3', $ext_schema), qq{"$super"} =~ s/"//gr, 'control: without SCHEMA the extension goes to the schema named like the superuser');
+
 $t->stop;
 done_testing();
