@@ -866,6 +866,67 @@ sf_mark_publish_locked(void)
 	return true;
 }
 
+/* synchronous_standby_names as this process has it now (palloc'd). */
+char *
+sf_mark_sync_names(void)
+{
+	return pstrdup(SyncRepStandbyNames != NULL ? SyncRepStandbyNames : "");
+}
+
+/*
+ * The writer took in a reload that changed synchronous_standby_names from
+ * before (round 17 of the outside attack).  The published mark was confirmed
+ * by the standbys named before, or by none: IDs below it would be returned
+ * though the standbys named now may not have it, and a standby promoted after
+ * this server's death would issue them again.  So, with standbys named now,
+ * log the mark again (a new record, which they can confirm only by flushing
+ * all WAL before it, the mark's earlier records included), and issue no new
+ * ID until they have: reserved goes down to the mark loaded at start-up (no
+ * node can issue at or below its last tick, which is above it), and the mark
+ * waits as unconfirmed.  IDs already issued were covered
+ * as the old setting said; a call that read reserved just before this may
+ * still issue below the old value, as a commit may be released by a standby
+ * whose sender has not taken in the reload yet.
+ */
+void
+sf_mark_sync_changed(const char *before)
+{
+	char	   *now = sf_mark_sync_names();
+	uint64		held;
+	uint64		hold_at;
+	bool		held_back = false;
+
+	if (strcmp(before, now) == 0 || now[0] == '\0' || max_wal_senders == 0 ||
+		RecoveryInProgress() || sf_shared->status != SF_STATE_OK || sf_shared->copied)
+	{
+		pfree(now);
+		return;
+	}
+	LWLockAcquire(sf_shared->lock, LW_EXCLUSIVE);
+	held = sf_mark_held();
+	if (held > 0)
+	{
+		hold_at = sf_shared->floor;
+		sf_shared->unconfirmed_lsn = sf_mark_log((int64) held);
+		pg_atomic_write_u64(&sf_shared->unconfirmed, held);
+		pg_atomic_write_u64(&sf_shared->confirm_started, (uint64) Max(sf_mono_ns(), 1));
+		if (hold_at < pg_atomic_read_u64(&sf_shared->reserved))
+		{
+			pg_atomic_write_u64(&sf_shared->reserved, hold_at);
+			held_back = true;
+		}
+		pg_memory_barrier();
+		(void) sf_mark_publish_locked();
+	}
+	LWLockRelease(sf_shared->lock);
+	if (held_back)
+		ereport(LOG,
+				(errmsg("snowflake issues no new ID until the synchronous standbys named now confirm the durable mark"),
+				 errdetail("synchronous_standby_names changed from \"%s\" to \"%s\"; the mark of the IDs not issued yet was confirmed by the standbys named before, or by none.",
+						   before, now)));
+	pfree(now);
+}
+
 /*
  * Raise reserved to an unconfirmed mark once confirmed (wait: queue for the
  * lock, the writer; otherwise only if it is free).  Returns whether no mark

@@ -28,7 +28,10 @@
  *   exclusive mode, after the state file that records the new value has been
  *   fsynced and durably renamed, and, with synchronous_standby_names set,
  *   after the synchronous standbys have flushed the MARK record that carries
- *   it (unconfirmed).  Readers load it without a lock.
+ *   it (unconfirmed).  Readers load it without a lock.  It goes down once:
+ *   when the writer takes in a new synchronous_standby_names, to the mark
+ *   loaded at start-up (no new ID), while a new record of the mark waits for
+ *   the standbys named now (sf_mark_sync_changed).  The mark the file holds never goes down.
  * - Only writers of the state file take the lock: the reservation writer
  *   (marks, adoption, clock holds, the timeline), the startup process
  *   replaying a mark, and a caller only when no writer runs (without waiting
@@ -427,6 +430,8 @@ extern bool sf_mark_promoted(void);
 extern const char *sf_mark_recovery_target(void);
 extern bool sf_mark_adopt_node_ok(int *mine, int *theirs);
 extern void sf_mark_publish_node(void);
+extern char *sf_mark_sync_names(void);
+extern void sf_mark_sync_changed(const char *before);
 extern void sf_mark_observe_upstream(void);
 extern int64 sf_mark_margin_ms(void);
 

@@ -142,10 +142,26 @@ kill 'CONT', $ws;
 wait_sync();
 $p->ids($big, 'synchronous again', count => 1);
 
-# 4. The failover: the link stalls, the primary returns what it may, then dies.
+# 4. The failover (round 17 of the outside attack): replication runs asynchronously and the link
+# stalls, so the marks the primary writes meanwhile reach no standby (the documented exposure of
+# asynchronous replication: those IDs are not compared below); then synchronous_standby_names
+# names the standby.  The mark was published with no standby named: from the writer's reload on,
+# no ID is returned until the standby has flushed a new record of it.  Before the fix the primary
+# went on issuing from the published mark, and the promoted standby issued those IDs again.
+set_sync('');
 $ws = walsender();
 kill 'STOP', $ws;
-my $high = until_refused('before the failover');
+for (1 .. 15)
+{
+	like($p->query('SELECT snowflake_next()'), qr/^\d+$/, "asynchronous, the link stalled: an ID ($_)");
+	usleep(100_000);
+}
+$log_at = -s $p->node->logfile;
+set_sync('standby');
+ok($p->node->wait_for_log(qr/snowflake issues no new ID until the synchronous standbys named now confirm the durable mark/, $log_at),
+	'the writer holds generation when synchronous_standby_names names the standby');
+my $high = until_refused('synchronous_standby_names set while the link stalls');
+is($high, undef, 'from the setting on, not one ID is returned while the standby has not flushed the mark');
 $high //= 0;
 # The postmaster first (the stopped WAL sender never sends again), then the WAL sender.
 my @pids = split /\n/, $p->query('SELECT pid FROM pg_stat_activity');
