@@ -25,7 +25,27 @@ DECLARE
     now_named name := (SELECT n.nspname FROM pg_catalog.pg_extension e JOIN pg_catalog.pg_namespace n ON n.oid = e.extnamespace
                        WHERE e.extname = 'snowflake');
     created text := (pg_catalog.parse_ident('@extschema@'))[1];
+    lookalike text := (SELECT o.proname::text
+                       FROM pg_catalog.pg_extension e
+                       JOIN pg_catalog.pg_proc o ON o.pronamespace = e.extnamespace
+                       WHERE e.extname = 'snowflake'
+                         AND NOT EXISTS (SELECT FROM pg_catalog.pg_depend d
+                                         WHERE d.classid = 'pg_catalog.pg_proc'::pg_catalog.regclass AND d.objid = o.oid
+                                           AND d.refclassid = 'pg_catalog.pg_extension'::pg_catalog.regclass
+                                           AND d.refobjid = e.oid AND d.deptype = 'e')
+                         AND EXISTS (SELECT FROM pg_catalog.pg_proc m JOIN pg_catalog.pg_depend d
+                                       ON d.classid = 'pg_catalog.pg_proc'::pg_catalog.regclass AND d.objid = m.oid
+                                      AND d.refclassid = 'pg_catalog.pg_extension'::pg_catalog.regclass
+                                      AND d.refobjid = e.oid AND d.deptype = 'e'
+                                     WHERE m.pronamespace = e.extnamespace AND m.proname = o.proname)
+                       LIMIT 1);
 BEGIN
+    IF lookalike IS NOT NULL THEN
+        RAISE EXCEPTION 'schema % holds a function % that is not extension snowflake''s', pg_catalog.quote_ident(now_named), pg_catalog.quote_ident(lookalike)
+            USING ERRCODE = 'duplicate_function',
+                  DETAIL = 'The extension''s functions call each other by name: an overload of that name could be picked, with the caller''s rights, or make the call ambiguous.',
+                  HINT = 'Rename it or move it to another schema, then call again.';
+    END IF;
     IF now_named IS DISTINCT FROM created THEN
         RAISE EXCEPTION 'the schema of extension snowflake was renamed from % to %', pg_catalog.quote_ident(created), pg_catalog.quote_ident(now_named)
             USING ERRCODE = 'object_not_in_prerequisite_state',
@@ -55,6 +75,24 @@ COMMENT ON FUNCTION pg_catalog.snowflake_schema_guard() IS
 CREATE EVENT TRIGGER snowflake_schema_guard ON ddl_command_start
     WHEN TAG IN ('ALTER SCHEMA', 'DROP SCHEMA', 'DROP OWNED')
     EXECUTE FUNCTION pg_catalog.snowflake_schema_guard();
+
+-- At ddl_command_end (round 18): no function or operator that is not the extension's may come to
+-- have the name of one of its own in its schema (an overload that a call by that name picks, with
+-- the caller's rights, or finds ambiguous), whoever makes, renames or moves it.  Look-alikes made
+-- before the trigger existed are refused by snowflake_check_schema().  (A rename or drop of the
+-- schema racing the extension's creation is refused by the preloaded library's utility hook.)
+CREATE FUNCTION pg_catalog.snowflake_schema_guard_end()
+RETURNS event_trigger
+LANGUAGE C
+AS 'MODULE_PATHNAME', 'snowflake_schema_guard_end';
+
+COMMENT ON FUNCTION pg_catalog.snowflake_schema_guard_end() IS
+'internal: event trigger refusing look-alikes of extension snowflake''s functions and operators in its schema';
+
+CREATE EVENT TRIGGER snowflake_schema_guard_end ON ddl_command_end
+    WHEN TAG IN ('CREATE FUNCTION', 'ALTER FUNCTION', 'CREATE PROCEDURE', 'ALTER PROCEDURE',
+                 'ALTER ROUTINE', 'CREATE AGGREGATE', 'ALTER AGGREGATE', 'CREATE OPERATOR', 'ALTER OPERATOR')
+    EXECUTE FUNCTION pg_catalog.snowflake_schema_guard_end();
 
 -- The script itself runs with search_path set to the extension's schema, where the database's
 -- owner may create too: its DO blocks run with search_path pg_catalog, pg_temp instead, and put

@@ -28,6 +28,7 @@
 #include "access/htup_details.h"
 #include "access/table.h"
 #include "catalog/indexing.h"
+#include "catalog/dependency.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_extension.h"
 #include "catalog/pg_namespace.h"
@@ -35,6 +36,9 @@
 #include "catalog/pg_proc.h"
 #include "access/xact.h"
 #include "commands/event_trigger.h"
+#include "commands/extension.h"
+#include "storage/lmgr.h"
+#include "tcop/utility.h"
 #include "fmgr.h"
 #include "nodes/parsenodes.h"
 #include "utils/acl.h"
@@ -46,6 +50,7 @@
 #include "snowflake.h"
 
 PG_FUNCTION_INFO_V1(snowflake_schema_guard);
+PG_FUNCTION_INFO_V1(snowflake_schema_guard_end);
 
 /* The schema extension snowflake is in, or InvalidOid when it is not installed. */
 static Oid
@@ -147,6 +152,162 @@ snowflake_schema_guard(PG_FUNCTION_ARGS)
 		}
 	}
 	PG_RETURN_VOID();
+}
+
+/*
+ * A function or operator in the extension's schema that is not the
+ * extension's own but has the name of one of its own there: a look-alike, or
+ * an overload a call by that name may pick (with a type that matches better)
+ * or find ambiguous.  Returns its name, or NULL.
+ */
+static char *
+sf_guard_lookalike(Oid ext, Oid nsp)
+{
+	List	   *mine = NIL;
+	List	   *others = NIL;
+	char	   *found = NULL;
+	ListCell   *lc;
+
+	for (int pass = 0; pass < 2; pass++)
+	{
+		Oid			catalog = pass == 0 ? ProcedureRelationId : OperatorRelationId;
+		Relation	rel = table_open(catalog, AccessShareLock);
+		SysScanDesc scan = systable_beginscan(rel, InvalidOid, false, NULL, 0, NULL);
+		HeapTuple	tup;
+
+		while (HeapTupleIsValid(tup = systable_getnext(scan)))
+		{
+			Oid			in;
+			Oid			oid;
+			const char *name;
+
+			if (pass == 0)
+			{
+				Form_pg_proc f = (Form_pg_proc) GETSTRUCT(tup);
+
+				in = f->pronamespace;
+				oid = f->oid;
+				name = NameStr(f->proname);
+			}
+			else
+			{
+				Form_pg_operator f = (Form_pg_operator) GETSTRUCT(tup);
+
+				in = f->oprnamespace;
+				oid = f->oid;
+				name = NameStr(f->oprname);
+			}
+			if (in != nsp)
+				continue;
+			if (getExtensionOfObject(catalog, oid) == ext)
+				mine = lappend(mine, psprintf("%d%s", pass, name));
+			else
+				others = lappend(others, psprintf("%d%s", pass, name));
+		}
+		systable_endscan(scan);
+		table_close(rel, AccessShareLock);
+	}
+	foreach(lc, others)
+	{
+		ListCell   *mc;
+
+		foreach(mc, mine)
+			if (strcmp((char *) lfirst(lc), (char *) lfirst(mc)) == 0)
+				found = (char *) lfirst(lc) + 1;
+		if (found)
+			break;
+	}
+	return found;
+}
+
+/*
+ * snowflake_schema_guard_end(): event trigger, ddl_command_end.  No function
+ * or operator that is not the extension's may come to have the name of one of
+ * its own in its schema, whoever makes, renames or moves it (round 18, F1: an
+ * overload that the migration's call by name picked, run as the superuser; F5:
+ * one that made the documented calls ambiguous).
+ */
+Datum
+snowflake_schema_guard_end(PG_FUNCTION_ARGS)
+{
+	Oid			ext;
+	Oid			nsp;
+	char	   *name;
+	char	   *lookalike;
+
+	if (!CALLED_AS_EVENT_TRIGGER(fcinfo))
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_EVENT_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("snowflake_schema_guard_end() runs only as an event trigger")));
+	ext = get_extension_oid("snowflake", true);
+	nsp = sf_extension_schema();
+	if (!OidIsValid(ext) || !OidIsValid(nsp))
+		PG_RETURN_VOID();
+	name = get_namespace_name(nsp);
+	if (name == NULL)
+		PG_RETURN_VOID();
+
+	lookalike = sf_guard_lookalike(ext, nsp);
+	if (lookalike != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_DUPLICATE_FUNCTION),
+				 errmsg("cannot have \"%s\" in schema \"%s\": extension snowflake has a function or operator of that name there", lookalike, name),
+				 errdetail("A call of the extension's by that name could pick it, or find the call ambiguous, and run it with the caller's rights."),
+				 errhint("Name it otherwise, or put it in another schema.")));
+	PG_RETURN_VOID();
+}
+
+/*
+ * The same refusals in every session of a server that preloads the library,
+ * whatever the event triggers (round 18, F2): a rename or drop of a schema
+ * first takes the schema's lock, so that it waits for an extension being
+ * created in it (a concurrent CREATE EXTENSION, whose event triggers that
+ * statement looked up before they existed), and then looks again.
+ */
+static ProcessUtility_hook_type sf_prev_utility = NULL;
+
+static void
+sf_guard_lock_and_check(const char *schema, const char *what)
+{
+	Oid			nsp = get_namespace_oid(schema, true);
+
+	if (!OidIsValid(nsp))
+		return;
+	LockDatabaseObject(NamespaceRelationId, nsp, 0, AccessExclusiveLock);
+	if (sf_extension_schema() == nsp)
+		sf_guard_refuse(what, schema);
+}
+
+static void
+sf_guard_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
+				 ProcessUtilityContext context, ParamListInfo params,
+				 QueryEnvironment *queryEnv, DestReceiver *dest, QueryCompletion *qc)
+{
+	Node	   *tree = pstmt->utilityStmt;
+
+	if (IsA(tree, RenameStmt) && ((RenameStmt *) tree)->renameType == OBJECT_SCHEMA &&
+		((RenameStmt *) tree)->subname != NULL)
+		sf_guard_lock_and_check(((RenameStmt *) tree)->subname, "rename schema");
+	else if (IsA(tree, DropStmt) && ((DropStmt *) tree)->removeType == OBJECT_SCHEMA)
+	{
+		ListCell   *lc;
+
+		foreach(lc, ((DropStmt *) tree)->objects)
+			if (IsA(lfirst(lc), String))
+				sf_guard_lock_and_check(strVal(lfirst(lc)), "drop schema");
+	}
+
+	if (sf_prev_utility)
+		sf_prev_utility(pstmt, queryString, readOnlyTree, context, params, queryEnv, dest, qc);
+	else
+		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context, params, queryEnv, dest, qc);
+}
+
+void
+sf_guard_init(void)
+{
+	sf_prev_utility = ProcessUtility_hook;
+	ProcessUtility_hook = sf_guard_utility;
 }
 
 /* What sf_guard_before() saw. */

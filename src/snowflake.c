@@ -201,6 +201,7 @@ _PG_init(void)
 	/* In every process that loads the module, preloaded or not. */
 	sf_type_init();
 	sf_migrate_init();
+	sf_guard_init();
 
 	if (!process_shared_preload_libraries_in_progress)
 	{

@@ -385,6 +385,7 @@ typedef void (*sf_replay_fn) (uint64 mark_tick, const SnowflakeIdentity *writer,
 typedef void (*sf_nodes_replay_fn) (const SnowflakeNodesImage *img);
 extern void sf_wal_register(sf_replay_fn replay, sf_nodes_replay_fn nodes_replay);
 /* guard.c */
+extern void sf_guard_init(void);
 extern void *sf_guard_before(void);
 extern void sf_guard_after(void *before, const char *caller);
 

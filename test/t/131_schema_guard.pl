@@ -98,15 +98,13 @@ like($err, $refused, 'F1: the rename inside the migration is refused, and the mi
 unprivileged('F1');
 is($node->safe_psql('app', q{SELECT count(*) FROM pg_namespace WHERE nspname = 'public_real'}), '0', 'F1: public keeps its name');
 
-# F1 with the event trigger disabled (where event triggers do not fire): the migration's own
-# check, after the owner's statements, refuses.
-$node->safe_psql('app', 'ALTER EVENT TRIGGER snowflake_schema_guard DISABLE');
+# F1 with the event triggers disabled: the library's utility hook (the server preloads it) still
+# refuses the rename, after taking the schema's lock.
+$node->safe_psql('app', 'ALTER EVENT TRIGGER snowflake_schema_guard DISABLE; ALTER EVENT TRIGGER snowflake_schema_guard_end DISABLE');
 ($ret, $out, $err) = $node->psql('app', $migrate);
-like($err, qr/snowflake_migrate_column\(\) refused: code of the table's owner moved extension snowflake out of schema "public"/,
-	'F1, trigger disabled: the migration refuses once the owner\'s code renamed the schema');
-unprivileged('F1, trigger disabled');
-$node->safe_psql('app', 'ALTER EVENT TRIGGER snowflake_schema_guard ENABLE');
-is($node->safe_psql('app', q{SELECT count(*) FROM pg_namespace WHERE nspname = 'public_real'}), '0', 'F1, trigger disabled: rolled back');
+like($err, $refused, 'F1, event triggers disabled: the hook refuses the rename inside the migration');
+unprivileged('F1, event triggers disabled');
+is($node->safe_psql('app', q{SELECT count(*) FROM pg_namespace WHERE nspname = 'public_real'}), '0', 'F1, event triggers disabled: public keeps its name');
 
 # F1 without a rename: the owner's CHECK, run inside the migration, puts an overload of a helper
 # the migration calls later (and a look-alike operator) into public, which it owns: refused.
@@ -127,6 +125,35 @@ like($err, qr/snowflake_migrate_column\(\) refused: code of the table's owner ma
 	'F1, overload: the migration refuses once the owner\'s code put a function into the extension\'s schema');
 unprivileged('F1, overload');
 is($node->safe_psql('app', q{SELECT count(*) FROM pg_proc WHERE proname = 'snowflake_migrate_lift' AND pronargs = 2}), '0', 'F1, overload: rolled back');
+$node->safe_psql('app', 'ALTER EVENT TRIGGER snowflake_schema_guard ENABLE; ALTER EVENT TRIGGER snowflake_schema_guard_end ENABLE');
+
+# Round 18, F1 and F5: look-alikes and overloads of the extension's functions in its schema, made
+# before the migration (its call of snowflake_migrate_rule_refs(oid) with a regclass picked a
+# planted (regclass) overload, as the superuser) or to make the documented calls ambiguous.
+my $lookalike = qr/ERROR:  cannot have "snowflake_[a-z_]+" in schema "public": extension snowflake has a function or operator of that name there/;
+for my $sql (
+	q{CREATE FUNCTION public.snowflake_migrate_rule_refs(r regclass) RETURNS void LANGUAGE sql AS 'SELECT NULL::void'},
+	q{CREATE FUNCTION public.snowflake_state(x int DEFAULT 0) RETURNS void LANGUAGE sql AS 'SELECT NULL::void'},
+	q{CREATE FUNCTION public.mine(r regclass) RETURNS void LANGUAGE sql AS 'SELECT NULL::void'; ALTER FUNCTION public.mine(regclass) RENAME TO snowflake_migrate_rule_refs},
+	q{CREATE FUNCTION evil.snowflake_status(x int DEFAULT 0) RETURNS void LANGUAGE sql AS 'SELECT NULL::void'; ALTER FUNCTION evil.snowflake_status(int) SET SCHEMA public},
+	q{CREATE PROCEDURE public.snowflake_accept_clock(x int) LANGUAGE sql AS 'SELECT 1'})
+{
+	($ret, $out, $err) = alice($sql);
+	like($err, $lookalike, "R18: the database's owner: $sql: refused");
+}
+($ret, $out, $err) = alice(q{CREATE FUNCTION public.my_helper(r regclass) RETURNS void LANGUAGE sql AS 'SELECT NULL::void'});
+is($ret, 0, 'R18: other functions in public are made as before') or diag($err);
+
+# A look-alike made while the triggers did not fire (disabled here): the superuser's functions refuse first.
+$node->safe_psql('app', 'ALTER EVENT TRIGGER snowflake_schema_guard_end DISABLE');
+alice(q{CREATE FUNCTION public.snowflake_migrate_rule_refs(r regclass) RETURNS void LANGUAGE plpgsql AS $p$ BEGIN PERFORM evil.pwn('rule_refs'); END $p$});
+$node->safe_psql('app', 'ALTER EVENT TRIGGER snowflake_schema_guard_end ENABLE');
+alice(q{CREATE TABLE public.orders3 (id serial PRIMARY KEY, v text); CREATE VIEW public.orders3_v AS SELECT id, v FROM public.orders3});
+($ret, $out, $err) = $node->psql('app', $migrate =~ s/public\.orders'/public.orders3'/r);
+like($err, qr/schema public holds a function snowflake_migrate_rule_refs that is not extension snowflake's/,
+	'R18 F1: the migration refuses while a look-alike of its helpers is in the schema');
+unprivileged('R18 F1');
+$node->safe_psql('app', 'DROP FUNCTION public.snowflake_migrate_rule_refs(regclass)');
 
 # F2: a domain public.snowflake in a renamed public, reached through the jsonb cast.
 ($ret, $out, $err) = alice(q{ALTER SCHEMA public RENAME TO public_old; CREATE SCHEMA public;});
@@ -141,6 +168,30 @@ unprivileged('F2');
 CREATE FUNCTION public.snowflake_status() RETURNS void LANGUAGE sql AS 'SELECT NULL::void'});
 like($err, $refused, 'F3: dropping public, to plant the administrative calls, is refused');
 is($node->safe_psql('app', q{SELECT count(*) FROM pg_extension WHERE extname = 'snowflake'}), '1', 'F3: the extension stays');
+
+# Round 18, F2: the owner renames (or drops) public while a superuser's CREATE EXTENSION runs.  The
+# event triggers do not exist yet for that statement; the library's hook takes the schema's lock,
+# waits for the creation, and refuses.
+$node->safe_psql('postgres', 'CREATE DATABASE app4 OWNER alice');
+for my $race ('ALTER SCHEMA public RENAME TO public_old', 'DROP SCHEMA public CASCADE')
+{
+	my $a = $node->background_psql('app4');
+	$a->query_safe('BEGIN');
+	$a->query_safe('CREATE EXTENSION snowflake SCHEMA public');
+	my $b = $node->background_psql('app4', on_error_stop => 0, extra_params => [ '-U', 'alice' ]);
+	$b->query_until(qr/sent/, "\\echo sent\n$race;\n\\echo finished\n");
+	my $waited = $node->poll_query_until('postgres',
+		q{SELECT count(*) > 0 FROM pg_stat_activity WHERE usename = 'alice' AND datname = 'app4' AND wait_event_type = 'Lock'});
+	ok($waited, "R18 F2, $race: waits for the extension's creation");
+	$a->query_safe('COMMIT');
+	$a->quit;
+	$b->query_until(qr/finished/, '');
+	like($b->{stderr}, $refused, "R18 F2, $race: refused once the extension is there");
+	$b->quit;
+	is($node->safe_psql('app4', q{SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'snowflake'}),
+		'public', "R18 F2, $race: the extension is in public");
+	$node->safe_psql('app4', 'DROP EXTENSION snowflake');
+}
 
 # DROP EXTENSION still works (the trigger goes with it), and the schema is then the owner's again.
 $node->safe_psql('app', 'DROP TABLE public.orders; DROP EXTENSION snowflake');
