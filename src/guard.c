@@ -154,6 +154,60 @@ snowflake_schema_guard(PG_FUNCTION_ARGS)
 	PG_RETURN_VOID();
 }
 
+/* A function or operator in a schema (sf_guard_objects). */
+typedef struct SfGuardObject
+{
+	Oid			catalog;		/* ProcedureRelationId or OperatorRelationId */
+	Oid			oid;
+	char	   *name;
+	bool		written_here;	/* made or changed by this transaction */
+} SfGuardObject;
+
+/* The functions and operators in nsp, read from the catalogs as they are now. */
+static List *
+sf_guard_objects(Oid nsp)
+{
+	static const Oid catalogs[] = {ProcedureRelationId, OperatorRelationId};
+	List	   *objs = NIL;
+
+	for (int i = 0; i < lengthof(catalogs); i++)
+	{
+		Relation	rel = table_open(catalogs[i], AccessShareLock);
+		SysScanDesc scan = systable_beginscan(rel, InvalidOid, false, NULL, 0, NULL);
+		HeapTuple	tup;
+
+		while (HeapTupleIsValid(tup = systable_getnext(scan)))
+		{
+			SfGuardObject *o;
+			Oid			in;
+
+			if (catalogs[i] == ProcedureRelationId)
+				in = ((Form_pg_proc) GETSTRUCT(tup))->pronamespace;
+			else
+				in = ((Form_pg_operator) GETSTRUCT(tup))->oprnamespace;
+			if (in != nsp)
+				continue;
+			o = palloc(sizeof(SfGuardObject));
+			o->catalog = catalogs[i];
+			if (catalogs[i] == ProcedureRelationId)
+			{
+				o->oid = ((Form_pg_proc) GETSTRUCT(tup))->oid;
+				o->name = pstrdup(NameStr(((Form_pg_proc) GETSTRUCT(tup))->proname));
+			}
+			else
+			{
+				o->oid = ((Form_pg_operator) GETSTRUCT(tup))->oid;
+				o->name = pstrdup(NameStr(((Form_pg_operator) GETSTRUCT(tup))->oprname));
+			}
+			o->written_here = TransactionIdIsCurrentTransactionId(HeapTupleHeaderGetXmin(tup->t_data));
+			objs = lappend(objs, o);
+		}
+		systable_endscan(scan);
+		table_close(rel, AccessShareLock);
+	}
+	return objs;
+}
+
 /*
  * A function or operator in the extension's schema that is not the
  * extension's own but has the name of one of its own there: a look-alike, or
@@ -163,61 +217,34 @@ snowflake_schema_guard(PG_FUNCTION_ARGS)
 static char *
 sf_guard_lookalike(Oid ext, Oid nsp)
 {
+	List	   *objs = sf_guard_objects(nsp);
 	List	   *mine = NIL;
 	List	   *others = NIL;
-	char	   *found = NULL;
 	ListCell   *lc;
 
-	for (int pass = 0; pass < 2; pass++)
+	foreach(lc, objs)
 	{
-		Oid			catalog = pass == 0 ? ProcedureRelationId : OperatorRelationId;
-		Relation	rel = table_open(catalog, AccessShareLock);
-		SysScanDesc scan = systable_beginscan(rel, InvalidOid, false, NULL, 0, NULL);
-		HeapTuple	tup;
+		SfGuardObject *o = lfirst(lc);
 
-		while (HeapTupleIsValid(tup = systable_getnext(scan)))
-		{
-			Oid			in;
-			Oid			oid;
-			const char *name;
-
-			if (pass == 0)
-			{
-				Form_pg_proc f = (Form_pg_proc) GETSTRUCT(tup);
-
-				in = f->pronamespace;
-				oid = f->oid;
-				name = NameStr(f->proname);
-			}
-			else
-			{
-				Form_pg_operator f = (Form_pg_operator) GETSTRUCT(tup);
-
-				in = f->oprnamespace;
-				oid = f->oid;
-				name = NameStr(f->oprname);
-			}
-			if (in != nsp)
-				continue;
-			if (getExtensionOfObject(catalog, oid) == ext)
-				mine = lappend(mine, psprintf("%d%s", pass, name));
-			else
-				others = lappend(others, psprintf("%d%s", pass, name));
-		}
-		systable_endscan(scan);
-		table_close(rel, AccessShareLock);
+		if (getExtensionOfObject(o->catalog, o->oid) == ext)
+			mine = lappend(mine, o);
+		else
+			others = lappend(others, o);
 	}
 	foreach(lc, others)
 	{
+		SfGuardObject *o = lfirst(lc);
 		ListCell   *mc;
 
 		foreach(mc, mine)
-			if (strcmp((char *) lfirst(lc), (char *) lfirst(mc)) == 0)
-				found = (char *) lfirst(lc) + 1;
-		if (found)
-			break;
+		{
+			SfGuardObject *m = lfirst(mc);
+
+			if (m->catalog == o->catalog && strcmp(m->name, o->name) == 0)
+				return o->name;
+		}
 	}
-	return found;
+	return NULL;
 }
 
 /*
@@ -318,41 +345,21 @@ typedef struct SfGuardBefore
 	List	   *touched;		/* functions and operators in it this transaction made or changed */
 } SfGuardBefore;
 
-/* OIDs of the rows of catalog (pg_proc or pg_operator) in nsp that this transaction wrote. */
-static List *
-sf_guard_touched(Oid catalog, Oid nsp, List *acc)
-{
-	Relation	rel = table_open(catalog, AccessShareLock);
-	SysScanDesc scan = systable_beginscan(rel, InvalidOid, false, NULL, 0, NULL);
-	HeapTuple	tup;
-
-	while (HeapTupleIsValid(tup = systable_getnext(scan)))
-	{
-		Oid			in;
-		Oid			oid;
-
-		if (catalog == ProcedureRelationId)
-		{
-			in = ((Form_pg_proc) GETSTRUCT(tup))->pronamespace;
-			oid = ((Form_pg_proc) GETSTRUCT(tup))->oid;
-		}
-		else
-		{
-			in = ((Form_pg_operator) GETSTRUCT(tup))->oprnamespace;
-			oid = ((Form_pg_operator) GETSTRUCT(tup))->oid;
-		}
-		if (in == nsp && TransactionIdIsCurrentTransactionId(HeapTupleHeaderGetXmin(tup->t_data)))
-			acc = lappend_oid(acc, oid);
-	}
-	systable_endscan(scan);
-	table_close(rel, AccessShareLock);
-	return acc;
-}
-
+/* The functions and operators in nsp that this transaction made or changed. */
 static List *
 sf_guard_touched_all(Oid nsp)
 {
-	return sf_guard_touched(OperatorRelationId, nsp, sf_guard_touched(ProcedureRelationId, nsp, NIL));
+	List	   *oids = NIL;
+	ListCell   *lc;
+
+	foreach(lc, sf_guard_objects(nsp))
+	{
+		SfGuardObject *o = lfirst(lc);
+
+		if (o->written_here)
+			oids = lappend_oid(oids, o->oid);
+	}
+	return oids;
 }
 
 /*
