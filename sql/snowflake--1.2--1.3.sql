@@ -76,8 +76,8 @@ CREATE EVENT TRIGGER snowflake_schema_guard ON ddl_command_start
     WHEN TAG IN ('ALTER SCHEMA', 'DROP SCHEMA', 'DROP OWNED')
     EXECUTE FUNCTION pg_catalog.snowflake_schema_guard();
 
--- At ddl_command_end (round 18): no function or operator that is not the extension's may come to
--- have the name of one of its own in its schema (an overload that a call by that name picks, with
+-- At ddl_command_end (round 18): no function that is not the extension's may come to have the
+-- name of one of its own in its schema (an overload that a call by that name picks, with
 -- the caller's rights, or finds ambiguous), whoever makes, renames or moves it.  Look-alikes made
 -- before the trigger existed are refused by snowflake_check_schema().  (A rename or drop of the
 -- schema racing the extension's creation is refused by the preloaded library's utility hook.)
@@ -87,11 +87,11 @@ LANGUAGE C
 AS 'MODULE_PATHNAME', 'snowflake_schema_guard_end';
 
 COMMENT ON FUNCTION pg_catalog.snowflake_schema_guard_end() IS
-'internal: event trigger refusing look-alikes of extension snowflake''s functions and operators in its schema';
+'internal: event trigger refusing look-alikes of extension snowflake''s functions in its schema';
 
 CREATE EVENT TRIGGER snowflake_schema_guard_end ON ddl_command_end
     WHEN TAG IN ('CREATE FUNCTION', 'ALTER FUNCTION', 'CREATE PROCEDURE', 'ALTER PROCEDURE',
-                 'ALTER ROUTINE', 'CREATE AGGREGATE', 'ALTER AGGREGATE', 'CREATE OPERATOR', 'ALTER OPERATOR')
+                 'ALTER ROUTINE', 'CREATE AGGREGATE', 'ALTER AGGREGATE')
     EXECUTE FUNCTION pg_catalog.snowflake_schema_guard_end();
 
 -- The script itself runs with search_path set to the extension's schema, where the database's

@@ -209,8 +209,8 @@ sf_guard_objects(Oid nsp)
 }
 
 /*
- * A function or operator in the extension's schema that is not the
- * extension's own but has the name of one of its own there: a look-alike, or
+ * A function in the extension's schema that is not the extension's own but
+ * has the name of one of its own there: a look-alike, or
  * an overload a call by that name may pick (with a type that matches better)
  * or find ambiguous.  Returns its name, or NULL.
  */
@@ -226,6 +226,13 @@ sf_guard_lookalike(Oid ext, Oid nsp)
 	{
 		SfGuardObject *o = lfirst(lc);
 
+		/*
+		 * Functions only: an operator is found by its operands' types too, and
+		 * the extension names its own only for its type's operands; the
+		 * migration's check (sf_guard_after) still counts operators.
+		 */
+		if (o->catalog != ProcedureRelationId)
+			continue;
 		if (getExtensionOfObject(o->catalog, o->oid) == ext)
 			mine = lappend(mine, o);
 		else
@@ -240,7 +247,7 @@ sf_guard_lookalike(Oid ext, Oid nsp)
 		{
 			SfGuardObject *m = lfirst(mc);
 
-			if (m->catalog == o->catalog && strcmp(m->name, o->name) == 0)
+			if (strcmp(m->name, o->name) == 0)
 				return o->name;
 		}
 	}
@@ -249,8 +256,8 @@ sf_guard_lookalike(Oid ext, Oid nsp)
 
 /*
  * snowflake_schema_guard_end(): event trigger, ddl_command_end.  No function
- * or operator that is not the extension's may come to have the name of one of
- * its own in its schema, whoever makes, renames or moves it (round 18, F1: an
+ * that is not the extension's may come to have the name of one of its own in
+ * its schema, whoever makes, renames or moves it (round 18, F1: an
  * overload that the migration's call by name picked, run as the superuser; F5:
  * one that made the documented calls ambiguous).
  */
@@ -278,7 +285,7 @@ snowflake_schema_guard_end(PG_FUNCTION_ARGS)
 	if (lookalike != NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_DUPLICATE_FUNCTION),
-				 errmsg("cannot have \"%s\" in schema \"%s\": extension snowflake has a function or operator of that name there", lookalike, name),
+				 errmsg("cannot have \"%s\" in schema \"%s\": extension snowflake has a function of that name there", lookalike, name),
 				 errdetail("A call of the extension's by that name could pick it, or find the call ambiguous, and run it with the caller's rights."),
 				 errhint("Name it otherwise, or put it in another schema.")));
 	PG_RETURN_VOID();

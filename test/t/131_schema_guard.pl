@@ -130,7 +130,7 @@ $node->safe_psql('app', 'ALTER EVENT TRIGGER snowflake_schema_guard ENABLE; ALTE
 # Round 18, F1 and F5: look-alikes and overloads of the extension's functions in its schema, made
 # before the migration (its call of snowflake_migrate_rule_refs(oid) with a regclass picked a
 # planted (regclass) overload, as the superuser) or to make the documented calls ambiguous.
-my $lookalike = qr/ERROR:  cannot have "snowflake_[a-z_]+" in schema "public": extension snowflake has a function or operator of that name there/;
+my $lookalike = qr/ERROR:  cannot have "snowflake_[a-z_]+" in schema "public": extension snowflake has a function of that name there/;
 for my $sql (
 	q{CREATE FUNCTION public.snowflake_migrate_rule_refs(r regclass) RETURNS void LANGUAGE sql AS 'SELECT NULL::void'},
 	q{CREATE FUNCTION public.snowflake_state(x int DEFAULT 0) RETURNS void LANGUAGE sql AS 'SELECT NULL::void'},
