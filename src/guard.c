@@ -209,8 +209,10 @@ sf_guard_objects(Oid nsp)
 }
 
 /*
- * A function in the extension's schema that is not the extension's own but
- * has the name of one of its own there: a look-alike, or
+ * A function in the extension's schema that is not the extension's own, that
+ * this transaction made or changed, and that has the name of one of its own
+ * there (older ones do not stop unrelated DDL, such as moving them out:
+ * pg_catalog.snowflake_check_schema() refuses calls while they are there): a look-alike, or
  * an overload a call by that name may pick (with a type that matches better)
  * or find ambiguous.  Returns its name, or NULL.
  */
@@ -235,7 +237,7 @@ sf_guard_lookalike(Oid ext, Oid nsp)
 			continue;
 		if (getExtensionOfObject(o->catalog, o->oid) == ext)
 			mine = lappend(mine, o);
-		else
+		else if (o->written_here)
 			others = lappend(others, o);
 	}
 	foreach(lc, others)

@@ -58,6 +58,14 @@ my $registry_ddl = q{
 # --- F1: the attacker owns the database, so it can create functions in public.
 $node->safe_psql('postgres', q{CREATE ROLE app LOGIN; CREATE DATABASE appdb OWNER app;});
 $node->safe_psql('appdb', qq{CREATE EXTENSION snowflake; CREATE TABLE public.snowflake_registry ($registry_ddl);});
+# Since round 18 the extension's event trigger refuses such look-alikes at their creation
+# (131_schema_guard.pl); the superuser disables it here to check the defences beneath it.
+my ($ret, $out, $err) = $node->psql('appdb',
+	q{CREATE FUNCTION public.snowflake_claim_node(r text, l text) RETURNS timestamptz LANGUAGE sql AS 'SELECT now()'},
+	extra_params => [ '-U', 'app' ]);
+like($err, qr/cannot have "snowflake_claim_node" in schema "public": extension snowflake has a function of that name there/,
+	'the look-alike is refused at its creation');
+$node->safe_psql('appdb', 'ALTER EVENT TRIGGER snowflake_schema_guard_end DISABLE');
 $node->safe_psql(
 	'appdb', q{
 CREATE FUNCTION public.escalate() RETURNS boolean LANGUAGE plpgsql AS
@@ -71,6 +79,7 @@ $$BEGIN PERFORM public.escalate(); RETURN now(); END$$;
 CREATE FUNCTION public.snowflake_release_node(r text) RETURNS boolean LANGUAGE plpgsql AS
 $$BEGIN RETURN public.escalate(); END$$;
 }, extra_params => [ '-U', 'app' ]);
+$node->safe_psql('appdb', 'ALTER EVENT TRIGGER snowflake_schema_guard_end ENABLE');
 is(is_superuser('app'), 'f', 'app starts unprivileged');
 
 # The trap is real: an untyped call, as the documentation gave it before, runs the plant.
@@ -105,10 +114,10 @@ $node->safe_psql('appdb', "CREATE SCHEMA reg; CREATE TABLE reg.snowflake_registr
 for my $call ("public.snowflake_claim_node('reg.snowflake_registry'::regclass, '5 minutes'::interval)",
 	"public.snowflake_release_node('reg.snowflake_registry'::regclass)")
 {
-	my $err = fails('appdb', "SELECT $call", "$call while app can create in the extension's schema");
-	like($err, qr/42501: role app can create objects in schema public of extension snowflake, and does not have the rights of role/,
-		'refused: the extension\'s schema is writable by an untrusted role');
-	like($err, qr/HINT:  Revoke CREATE on schema public/, 'the hint gives the fix');
+	my $err = fails('appdb', "SELECT $call", "$call while app's look-alikes are in the extension's schema");
+	like($err, qr/42723: schema public holds a function snowflake_(claim|release)_node that is not extension snowflake's/,
+		'refused first: a look-alike of the extension\'s functions is in its schema (round 18)');
+	like($err, qr/HINT:  Rename it or move it to another schema/, 'the hint gives the fix');
 }
 is($node->safe_psql('appdb', 'SELECT count(*) FROM reg.snowflake_registry'), '0', 'nothing was claimed');
 # The same for a role given CREATE on the schema, or a member of such a role.
@@ -123,8 +132,16 @@ like($node->safe_psql('postgres', "SELECT public.snowflake_claim_node('public.sn
 	qr/^\d{4}-/, 'claimed once CREATE is revoked');
 is($node->safe_psql('postgres', "SELECT public.snowflake_release_node('public.snowflake_registry'::regclass)"), 't', 'and released');
 $node->safe_psql('postgres', 'DROP TABLE public.snowflake_registry');
-# With the schema given to a superuser (app keeps the functions it planted, but can create no more),
-# the typed calls run the extension's functions, never the planted ones.
+# With the look-alikes moved out and the schema given to a superuser (app can create no more): the
+# extension's own check of the schema's CREATE rights passes, and the typed calls run its functions.
+$node->safe_psql('appdb', q{CREATE SCHEMA planted;
+ALTER FUNCTION public.snowflake_claim_node(text, text) SET SCHEMA planted;
+ALTER FUNCTION public.snowflake_claim_node(text, interval) SET SCHEMA planted;
+ALTER FUNCTION public.snowflake_claim_node(text) SET SCHEMA planted;
+ALTER FUNCTION public.snowflake_release_node(text) SET SCHEMA planted;});
+like(fails('appdb', "SELECT public.snowflake_claim_node('reg.snowflake_registry'::regclass, '5 minutes'::interval)", 'a claim while app can create in public'),
+	qr/42501: role app can create objects in schema public of extension snowflake, and does not have the rights of role/,
+	'refused: the extension\'s schema is writable by an untrusted role');
 $node->safe_psql('appdb', 'ALTER SCHEMA public OWNER TO CURRENT_USER');
 like($node->safe_psql('appdb', "SELECT public.snowflake_claim_node('reg.snowflake_registry'::regclass, '5 minutes'::interval)"),
 	qr/^\d{4}-/, 'the typed claim is the extension\'s');
