@@ -866,6 +866,20 @@ sf_mark_publish_locked(void)
 	return true;
 }
 
+/*
+ * Under the lock: a mark whose file is written and whose record is at lsn now
+ * waits for the synchronous standbys; published at once when none are named,
+ * or when they already have it.  Returns whether it was published now.
+ */
+static bool
+sf_mark_await_locked(uint64 mark, XLogRecPtr lsn)
+{
+	sf_shared->unconfirmed_lsn = lsn;
+	pg_atomic_write_u64(&sf_shared->unconfirmed, mark);
+	pg_atomic_write_u64(&sf_shared->confirm_started, (uint64) Max(sf_mono_ns(), 1));
+	return sf_mark_publish_locked();
+}
+
 /* synchronous_standby_names as this process has it now (palloc'd). */
 char *
 sf_mark_sync_names(void)
@@ -906,17 +920,16 @@ sf_mark_sync_changed(const char *before)
 	held = sf_mark_held();
 	if (held > 0)
 	{
+		XLogRecPtr	lsn = sf_mark_log((int64) held);
+
+		/* Lowered first: no reader may see the old value once it waits. */
 		hold_at = sf_shared->floor;
-		sf_shared->unconfirmed_lsn = sf_mark_log((int64) held);
-		pg_atomic_write_u64(&sf_shared->unconfirmed, held);
-		pg_atomic_write_u64(&sf_shared->confirm_started, (uint64) Max(sf_mono_ns(), 1));
 		if (hold_at < pg_atomic_read_u64(&sf_shared->reserved))
 		{
 			pg_atomic_write_u64(&sf_shared->reserved, hold_at);
 			held_back = true;
 		}
-		pg_memory_barrier();
-		(void) sf_mark_publish_locked();
+		(void) sf_mark_await_locked(held, lsn);
 	}
 	LWLockRelease(sf_shared->lock);
 	if (held_back)
@@ -1029,10 +1042,7 @@ sf_mark_write(int64 target, bool wait, bool by_writer)
 	if (res.ok)
 	{
 		/* Published here, or once the synchronous standbys have the record. */
-		sf_shared->unconfirmed_lsn = lsn;
-		pg_atomic_write_u64(&sf_shared->unconfirmed, (uint64) target);
-		pg_atomic_write_u64(&sf_shared->confirm_started, (uint64) Max(sf_mono_ns(), 1));
-		sf_mark_publish_locked();
+		(void) sf_mark_await_locked((uint64) target, lsn);
 		pg_atomic_write_u32(&sf_shared->clock_held_recorded, img.held ? 1 : 0);
 		sf_shared->file_tli = img.timeline;
 		if (!by_writer)
