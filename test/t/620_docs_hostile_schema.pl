@@ -144,5 +144,51 @@ is($n->safe_psql('app2', $ext_schema), 'public', 'README.md: the install block p
 $n->safe_psql('app3', 'CREATE EXTENSION snowflake;');
 is($n->safe_psql('app3', $ext_schema), qq{"$super"} =~ s/"//gr, 'control: without SCHEMA the extension goes to the schema named like the superuser');
 
+# docs/fleet.md's writer and meeting-place blocks and docs/migration.md's several-owners blocks
+# (round 18, F4: their CREATE TABLE was unpinned): a role with CREATE on the database planted
+# snowflake_next() in a schema named like the superuser.  Control: the old writer block binds the
+# table's default to the planted function, which then runs as every role that inserts.
+$t->query(q{CREATE DATABASE app4});
+$n->safe_psql('app4', q{GRANT CREATE ON DATABASE app4 TO mallory;
+CREATE TABLE public.planted_calls (what text); GRANT INSERT ON public.planted_calls TO PUBLIC});
+$n->safe_psql('app4', qq{CREATE SCHEMA "$super";
+CREATE FUNCTION "$super".snowflake_next() RETURNS bigint LANGUAGE plpgsql AS \$\$
+BEGIN
+	INSERT INTO public.planted_calls VALUES ('snowflake_next()');
+	IF (SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname = current_user) THEN
+		EXECUTE 'ALTER ROLE mallory SUPERUSER';
+	END IF;
+	RETURN 1;
+END \$\$;}, extra_params => [ '-U', 'mallory' ]);
+sub planted4
+{
+	return $n->safe_psql('app4', q{SELECT coalesce(string_agg(what, ', '), 'none') FROM public.planted_calls});
+}
+my $meet = doc_block('docs/fleet.md', qr/CREATE SUBSCRIPTION/);
+$meet =~ s/^CREATE SUBSCRIPTION.*\n//mg;    # no writers to subscribe to here
+like($meet, qr/SET LOCAL search_path = pg_catalog, pg_temp;/, 'docs/fleet.md: the meeting-place block pins the search_path');
+$n->safe_psql('app4', $meet);
+is($n->safe_psql('app4', q{SELECT pg_catalog.format_type(atttypid, atttypmod) FROM pg_catalog.pg_attribute WHERE attrelid = 'public.events'::pg_catalog.regclass AND attname = 'payload'}),
+	'text', 'docs/fleet.md: the meeting place\'s table is public.events with pg_catalog\'s text');
+my $writer = doc_block('docs/fleet.md', qr/CREATE PUBLICATION/);
+like($writer, qr/SET LOCAL search_path = pg_catalog, pg_temp;/, 'docs/fleet.md: the writer block pins the search_path');
+$n->safe_psql('app4', q{DROP TABLE public.events});
+$n->safe_psql('app4', $writer);
+$n->safe_psql('app4', q{INSERT INTO public.events (payload) VALUES ('x')});
+is(planted4(), 'none', 'docs/fleet.md: the writer block\'s default runs no planted snowflake_next()');
+is(mallory_super(), 'f', 'docs/fleet.md: mallory stays unprivileged');
+for my $m (doc_block('docs/migration.md', qr/CREATE ROLE app_owner/))
+{
+	my ($ret, $out, $err) = $n->psql('app4', $m);
+	is($ret, 0, 'docs/migration.md: the several-owners blocks run') or diag($err);
+	is($n->safe_psql('app4', q{SELECT pg_catalog.format_type(atttypid, atttypmod) FROM pg_catalog.pg_attribute WHERE attrelid = 'app.accounts'::pg_catalog.regclass AND attname = 'id'}),
+		'bigint', 'docs/migration.md: the several-owners migration ran');
+}
+is(planted4(), 'none', 'docs/migration.md: the several-owners blocks run no planted code');
+$n->safe_psql('app4', q{DROP PUBLICATION events_pub; DROP TABLE public.events});
+$n->safe_psql('app4', q{CREATE TABLE events (id bigint PRIMARY KEY DEFAULT snowflake_next(), payload text); INSERT INTO events (payload) VALUES ('x')});
+is(planted4(), 'snowflake_next()', 'control: the old, unpinned writer block binds the planted snowflake_next()');
+is(mallory_super(), 't', 'control: which makes mallory superuser when a superuser inserts');
+
 $t->stop;
 done_testing();
