@@ -21,6 +21,7 @@
 
 #include "access/xlog.h"
 #include "access/xlogrecovery.h"
+#include "common/hashfn.h"
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
 #include "replication/syncrep.h"
@@ -880,64 +881,105 @@ sf_mark_await_locked(uint64 mark, XLogRecPtr lsn)
 	return sf_mark_publish_locked();
 }
 
-/* synchronous_standby_names as this process has it now (palloc'd). */
-char *
-sf_mark_sync_names(void)
+/* synchronous_standby_names as this process has it now. */
+static const char *
+sf_sync_names_now(void)
 {
-	return pstrdup(SyncRepStandbyNames != NULL ? SyncRepStandbyNames : "");
+	return SyncRepStandbyNames != NULL ? SyncRepStandbyNames : "";
+}
+
+static uint32
+sf_sync_names_hash(const char *names)
+{
+	return hash_bytes((const unsigned char *) names, (int) strlen(names));
+}
+
+/* At start-up (reserved is the mark loaded, below every ID): the names now. */
+void
+sf_mark_sync_startup(SnowflakeShared *shared)
+{
+	const char *names = sf_sync_names_now();
+
+	pg_atomic_write_u32(&shared->sync_names_hash, sf_sync_names_hash(names));
+	strlcpy(shared->sync_names, names, sizeof(shared->sync_names));
 }
 
 /*
- * The writer took in a reload that changed synchronous_standby_names from
- * before (round 17 of the outside attack).  The published mark was confirmed
- * by the standbys named before, or by none: IDs below it would be returned
- * though the standbys named now may not have it, and a standby promoted after
- * this server's death would issue them again.  So, with standbys named now,
- * log the mark again (a new record, which they can confirm only by flushing
- * all WAL before it, the mark's earlier records included), and issue no new
- * ID until they have: reserved goes down to the mark loaded at start-up (no
- * node can issue at or below its last tick, which is above it), and the mark
- * waits as unconfirmed.  IDs already issued were covered
- * as the old setting said; a call that read reserved just before this may
- * still issue below the old value, as a commit may be released by a standby
- * whose sender has not taken in the reload yet.
+ * Under the lock: whether synchronous_standby_names, as this process has it,
+ * differs from the names reserved was confirmed under (rounds 17 and 19 of
+ * the outside attack).  The published mark was confirmed by the standbys
+ * named before, or by none: IDs below it would be returned though the
+ * standbys named now may not have it, and a standby promoted after this
+ * server's death would issue them again.  So, with standbys named now, log
+ * the mark again (a new record, which they can confirm only by flushing all
+ * WAL before it, the mark's earlier records included), and issue no new ID
+ * until they have: reserved goes down to the mark loaded at start-up (no node
+ * can issue at or below its last tick, which is above it), and the mark waits
+ * as unconfirmed.  IDs already issued were covered as the old setting said; a
+ * call that read reserved just before this may still issue below the old
+ * value, as a commit may be released by a standby whose sender has not taken
+ * in the reload yet.  Not on a standby, nor while the state is not sound: the
+ * check runs again at the next look.  Returns true when it held generation
+ * back; before (SF_SYNC_NAMES_LEN bytes) then has the names before.
  */
-void
-sf_mark_sync_changed(const char *before)
+static bool
+sf_mark_sync_check_locked(char *before)
 {
-	char	   *now = sf_mark_sync_names();
+	const char *now = sf_sync_names_now();
+	uint32		hash = sf_sync_names_hash(now);
 	uint64		held;
-	uint64		hold_at;
 	bool		held_back = false;
 
-	if (strcmp(before, now) == 0 || now[0] == '\0' || max_wal_senders == 0 ||
+	if (pg_atomic_read_u32(&sf_shared->sync_names_hash) == hash ||
 		RecoveryInProgress() || sf_shared->status != SF_STATE_OK || sf_shared->copied)
-	{
-		pfree(now);
-		return;
-	}
-	LWLockAcquire(sf_shared->lock, LW_EXCLUSIVE);
+		return false;
+	strlcpy(before, sf_shared->sync_names, SF_SYNC_NAMES_LEN);
+	pg_atomic_write_u32(&sf_shared->sync_names_hash, hash);
+	strlcpy(sf_shared->sync_names, now, sizeof(sf_shared->sync_names));
 	held = sf_mark_held();
-	if (held > 0)
+	if (now[0] == '\0' || max_wal_senders == 0 || held == 0)
+		return false;
 	{
 		XLogRecPtr	lsn = sf_mark_log((int64) held);
 
 		/* Lowered first: no reader may see the old value once it waits. */
-		hold_at = sf_shared->floor;
-		if (hold_at < pg_atomic_read_u64(&sf_shared->reserved))
+		if (sf_shared->floor < pg_atomic_read_u64(&sf_shared->reserved))
 		{
-			pg_atomic_write_u64(&sf_shared->reserved, hold_at);
+			pg_atomic_write_u64(&sf_shared->reserved, sf_shared->floor);
 			held_back = true;
 		}
 		(void) sf_mark_await_locked(held, lsn);
 	}
+	return held_back;
+}
+
+static void
+sf_mark_sync_log(const char *before)
+{
+	ereport(LOG,
+			(errmsg("snowflake issues no new ID until the synchronous standbys named now confirm the durable mark"),
+			 errdetail("synchronous_standby_names changed from \"%s\" to \"%s\"; the mark of the IDs not issued yet was confirmed by the standbys named before, or by none.",
+					   before, sf_sync_names_now())));
+}
+
+/*
+ * The reservation writer, at every look: take in a change of
+ * synchronous_standby_names (sf_mark_sync_check_locked).  Unchanged, one
+ * atomic read and a hash of the setting.
+ */
+void
+sf_mark_sync_check(void)
+{
+	char		before[SF_SYNC_NAMES_LEN];
+	bool		held_back;
+
+	if (pg_atomic_read_u32(&sf_shared->sync_names_hash) == sf_sync_names_hash(sf_sync_names_now()))
+		return;
+	LWLockAcquire(sf_shared->lock, LW_EXCLUSIVE);
+	held_back = sf_mark_sync_check_locked(before);
 	LWLockRelease(sf_shared->lock);
 	if (held_back)
-		ereport(LOG,
-				(errmsg("snowflake issues no new ID until the synchronous standbys named now confirm the durable mark"),
-				 errdetail("synchronous_standby_names changed from \"%s\" to \"%s\"; the mark of the IDs not issued yet was confirmed by the standbys named before, or by none.",
-						   before, now)));
-	pfree(now);
+		sf_mark_sync_log(before);
 }
 
 /*
@@ -985,11 +1027,20 @@ sf_mark_write(int64 target, bool wait, bool by_writer)
 	bool		import_done = false;
 	bool		published = false;
 	XLogRecPtr	lsn = InvalidXLogRecPtr;
+	char		sync_before[SF_SYNC_NAMES_LEN];
 
 	if (wait)
 		LWLockAcquire(sf_shared->lock, LW_EXCLUSIVE);
 	else if (!LWLockConditionalAcquire(sf_shared->lock, LW_EXCLUSIVE))
 		return false;
+
+	/* A caller with no writer running takes in a new synchronous_standby_names too. */
+	if (sf_mark_sync_check_locked(sync_before))
+	{
+		LWLockRelease(sf_shared->lock);
+		sf_mark_sync_log(sync_before);
+		return true;
+	}
 
 	/*
 	 * One unconfirmed mark at a time: while the synchronous standbys have not
@@ -1864,6 +1915,7 @@ sf_mark_startup(SnowflakeShared *shared)
 
 	memset(&img, 0, sizeof(img));
 	found = sf_mark_load(shared, &img);
+	sf_mark_sync_startup(shared);
 	pg_atomic_write_u64(&shared->reserved, shared->import_pending ? sf_load_own_mark : shared->floor);
 	/* An import not written yet: the writer writes a mark at or above it (19b F5). */
 	pg_atomic_write_u64(&shared->demand, shared->import_pending ? shared->import_mark : 0);

@@ -31,7 +31,7 @@
  *   it (unconfirmed).  Readers load it without a lock.  It goes down once:
  *   when the writer takes in a new synchronous_standby_names, to the mark
  *   loaded at start-up (no new ID), while a new record of the mark waits for
- *   the standbys named now (sf_mark_sync_changed).  The mark the file holds never goes down.
+ *   the standbys named now (sf_mark_sync_check).  The mark the file holds never goes down.
  * - Only writers of the state file take the lock: the reservation writer
  *   (marks, adoption, clock holds, the timeline), the startup process
  *   replaying a mark, and a caller only when no writer runs (without waiting
@@ -96,6 +96,7 @@ extern int	sf_max_clock_jump_ms;
 #define SF_NS_PER_MS		INT64CONST(1000000)
 #define SF_MAX_LEAD_LIMIT	3600000		/* 1 hour */
 #define SF_MAX_N			10000000	/* snowflake_next_n's bound */
+#define SF_SYNC_NAMES_LEN	256		/* synchronous_standby_names kept for the log */
 #define SF_MAX_CLOCK_JUMP_DEFAULT	60000	/* snowflake.max_clock_jump_ms, 1 minute */
 #define SF_REFUSAL_STREAK	10			/* consecutive refusals that make an alert */
 
@@ -180,6 +181,15 @@ typedef struct SnowflakeShared
 	pg_atomic_uint64 unconfirmed;
 	XLogRecPtr	unconfirmed_lsn;	/* under the lock */
 	pg_atomic_uint64 confirm_started;	/* monotonic ns the file held it; 0: none waits */
+	/*
+	 * synchronous_standby_names as reserved was confirmed under (round 19:
+	 * a writer that started after the setting changed, or a caller writing
+	 * with no writer running, must see the change too).  Its hash, read
+	 * without the lock by the writer's look; its text, cut to fit, for the
+	 * log.  Written under the lock; set at start-up.
+	 */
+	pg_atomic_uint32 sync_names_hash;
+	char		sync_names[SF_SYNC_NAMES_LEN];
 	pg_atomic_uint64 write_slow_ns;	/* recent slowest write, decaying */
 	pg_atomic_uint64 writes;	/* write attempts, done */
 	pg_atomic_uint64 write_failures;	/* of which failed */
@@ -431,8 +441,8 @@ extern bool sf_mark_promoted(void);
 extern const char *sf_mark_recovery_target(void);
 extern bool sf_mark_adopt_node_ok(int *mine, int *theirs);
 extern void sf_mark_publish_node(void);
-extern char *sf_mark_sync_names(void);
-extern void sf_mark_sync_changed(const char *before);
+extern void sf_mark_sync_startup(SnowflakeShared *shared);
+extern void sf_mark_sync_check(void);
 extern void sf_mark_observe_upstream(void);
 extern int64 sf_mark_margin_ms(void);
 

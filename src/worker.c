@@ -81,14 +81,12 @@ snowflake_worker_main(Datum main_arg)
 
 		if (ConfigReloadPending)
 		{
-			char	   *sync_before = sf_mark_sync_names();
-
 			ConfigReloadPending = false;
 			ProcessConfigFile(PGC_SIGHUP);
 			sf_mark_publish_node();
-			sf_mark_sync_changed(sync_before);
-			pfree(sync_before);
 		}
+		/* Every look, not only after a reload: one started after the change must see it. */
+		sf_mark_sync_check();
 
 		sleep_ms = sf_mark_writer_step(woken);
 		if (sleep_ms > 0)

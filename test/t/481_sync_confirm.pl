@@ -142,6 +142,76 @@ kill 'CONT', $ws;
 wait_sync();
 $p->ids($big, 'synchronous again', count => 1);
 
+# Small calls: each returned ID counted (none expected while a mark waits for the standby).
+sub small_calls
+{
+	my ($n, $run) = @_;
+	my ($returned, $high) = (0, 0);
+	for (1 .. $n)
+	{
+		my ($ok, $out) = $run->('SELECT snowflake_next()');
+		if ($ok && $out =~ /^(\d+)$/m)
+		{
+			$returned++;
+			$high = $1 if $1 > $high;
+		}
+	}
+	return ($returned, $high);
+}
+sub new_session_call
+{
+	my $r = $p->run("SET snowflake.max_wait_ms = 300;\n$_[0]");
+	return ($r->{ret} == 0, $r->{stdout});
+}
+
+# 3b. Round 19: the change taken in where no writer saw the reload.  The link stalls under
+# asynchronous replication; then, with the postmaster stopped and no writer running, the setting
+# comes to name the standby.  (a) A session that needs a new mark takes the change in: from then
+# on not even an ID below the published mark is returned.  (b) A writer started after the change
+# (it never gets the reload) takes it in at its first look.  Before, only a writer's own reload
+# compared the setting with what it had before.
+set_sync('');
+$ws = walsender();
+kill 'STOP', $ws;
+like($p->query('SELECT snowflake_next()'), qr/^\d+$/, "asynchronous, the link stalled: an ID ($_)") for 1 .. 3;
+$log_at = -s $p->node->logfile;
+$bg = $p->background;
+my $bpid = $bg->query('SELECT pg_backend_pid()');
+($pm, $exited) = $p->stop_writer_and_postmaster;
+ok($exited, '(a) the writer exited');
+$bg->query(q{ALTER SYSTEM SET synchronous_standby_names = 'standby'});
+kill('HUP', $bpid) or die "kill HUP session: $!";
+$bg->query('SELECT 1');
+is($bg->query('SHOW synchronous_standby_names'), 'standby', '(a) the session took in the new setting');
+$bg->query_safe('SET snowflake.max_wait_ms = 1000');
+is($bg->query($big), q{}, '(a) no writer: a call that needs a new mark is refused');
+like($bg->{stderr}, qr/has waited \d+ ms for the synchronous standbys/, '(a) no writer: refused, waiting for the standbys');
+$bg->query('SET snowflake.max_wait_ms = 300');
+my ($ret_a) = small_calls(5, sub { my $o = $bg->query($_[0]); return ($o ne q{}, $o) });
+kill('CONT', $pm) or die "kill CONT postmaster: $!";
+is($ret_a, 0, '(a) no writer: from then on not one snowflake_next() is returned, though the published mark would cover it');
+like(slurp_file($p->node->logfile, $log_at), qr/snowflake issues no new ID until the synchronous standbys named now confirm the durable mark/,
+	'(a) the hold is logged');
+$bg->quit;
+$p->writer_pid;
+set_sync('');
+$p->ids('SELECT snowflake_next()', '(a) the setting cleared: IDs again', count => 1);
+like($p->query('SELECT snowflake_next()'), qr/^\d+$/, "(b) asynchronous, the link stalled: an ID ($_)") for 1 .. 3;
+$log_at = -s $p->node->logfile;
+$bg = $p->background;
+($pm, $exited) = $p->stop_writer_and_postmaster;
+ok($exited, '(b) the writer exited');
+$bg->query(q{ALTER SYSTEM SET synchronous_standby_names = 'standby'; SELECT pg_reload_conf()});
+kill('CONT', $pm) or die "kill CONT postmaster: $!";
+$bg->quit;
+ok($p->node->wait_for_log(qr/snowflake issues no new ID until the synchronous standbys named now confirm the durable mark/, $log_at),
+	'(b) the restarted writer, which never got the reload, holds generation');
+my ($ret_b) = small_calls(5, \&new_session_call);
+is($ret_b, 0, '(b) not one snowflake_next() is returned while the standby has not flushed the mark');
+kill 'CONT', $ws;
+wait_sync();
+$p->ids($big, '(b) the standby back: IDs again', count => 1);
+
 # 4. The failover (round 17 of the outside attack): replication runs asynchronously and the link
 # stalls, so the marks the primary writes meanwhile reach no standby (the documented exposure of
 # asynchronous replication: those IDs are not compared below); then synchronous_standby_names
@@ -161,16 +231,7 @@ set_sync('standby');
 ok($p->node->wait_for_log(qr/snowflake issues no new ID until the synchronous standbys named now confirm the durable mark/, $log_at),
 	'the writer holds generation when synchronous_standby_names names the standby');
 # Small calls first: the published mark (about reservation_ms ahead of the clock) would cover them.
-my ($returned, $high) = (0, 0);
-for (1 .. 5)
-{
-	my $r = $p->run("SET snowflake.max_wait_ms = 300;\nSELECT snowflake_next()");
-	if ($r->{ret} == 0 && $r->{stdout} =~ /^(\d+)$/m)
-	{
-		$returned++;
-		$high = $1 if $1 > $high;
-	}
-}
+my ($returned, $high) = small_calls(5, \&new_session_call);
 is($returned, 0, 'from the setting on, not one snowflake_next() is returned while the standby has not flushed the mark');
 my $big_high = until_refused('synchronous_standby_names set while the link stalls');
 is($big_high, undef, 'nor any snowflake_next_n()');
