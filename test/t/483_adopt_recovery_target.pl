@@ -74,6 +74,35 @@ $p2->query('CREATE EXTENSION snowflake');
 $p2->query('ALTER SYSTEM SET snowflake.failover_adopt = on; SELECT pg_reload_conf()');
 $p2->ids('SELECT snowflake_next() FROM generate_series(1, 100)', 'the second primary issues', count => 100);
 $p2->node->backup('b2');
+
+# The other recovery targets (untested until round 19): each set on a standby of the second primary
+# and reached (PostgreSQL refuses a promotion before it), the standby paused there and promoted while
+# that primary still runs: with its evidence fresh it would adopt; the target refuses, naming it.
+# ('immediate' pauses at consistency, before any record of the owner: no evidence, same refusal.)
+my $n2 = 0;
+for my $setting ('recovery_target_name', 'recovery_target_lsn', 'recovery_target_time', 'recovery_target')
+{
+	$n2++;
+	my $conf = {
+		recovery_target_name => "recovery_target_name = 'sf_target_$n2'",
+		recovery_target_lsn => "recovery_target_lsn = '" . $p2->query('SELECT pg_current_wal_insert_lsn()') . "'",
+		recovery_target_time => "recovery_target_time = '" . $p2->query('SELECT now()') . "'",
+		recovery_target => "recovery_target = 'immediate'",
+	}->{$setting};
+	my $st = SnowflakeTest->new("standby_$setting", from_backup => [ $p2, 'b2' ], id_key => 'primary2',
+		conf => "$conf\nrecovery_target_action = 'pause'");
+	$st->start;
+	$st->wait_witness unless $setting eq 'recovery_target';
+	$p2->query("SELECT pg_create_restore_point('sf_target_$n2')") if $setting eq 'recovery_target_name';
+	$p2->query('SELECT txid_current()') if $setting eq 'recovery_target_time';
+	ok($st->node->poll_query_until('postgres', "SELECT pg_get_wal_replay_pause_state() = 'paused'"),
+		"$setting: the standby paused at its target");
+	$st->promote;
+	$st->next_refused("a promoted standby with $setting set", undef,
+		message => qr/^snowflake_next\(\) refused: this data directory is a copy of the one that owns the node state, and \Q$setting\E is set$/);
+	is($st->query('SELECT state FROM snowflake_state()'), 'copy', "$setting: it stays a copy");
+	$st->stop;
+}
 my $s2 = SnowflakeTest->new('standby2', from_backup => [ $p2, 'b2' ], id_key => 'primary2',
 	conf => "recovery_target_timeline = 'current'");
 $s2->start;
