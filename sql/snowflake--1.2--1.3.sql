@@ -62,7 +62,8 @@ COMMENT ON FUNCTION pg_catalog.snowflake_check_schema() IS
 -- And the schema keeps its name and contents while the extension is in it (round 17): the
 -- migration runs the table owner's code (a CHECK function) between the guard above and its
 -- later calls, and another session may act at any time, so renaming or dropping the schema
--- (or DROP OWNED BY its owner) is refused at ddl_command_start, for every role.  A superuser
+-- (or DROP OWNED BY its owner, or dropping another extension it was made a member of, or making
+-- it one: round 19) is refused at ddl_command_start, for every role.  A superuser
 -- who must can DROP EXTENSION snowflake first, or disable the trigger for the change.
 CREATE FUNCTION pg_catalog.snowflake_schema_guard()
 RETURNS event_trigger
@@ -73,7 +74,7 @@ COMMENT ON FUNCTION pg_catalog.snowflake_schema_guard() IS
 'internal: event trigger refusing to rename or drop the schema extension snowflake is in';
 
 CREATE EVENT TRIGGER snowflake_schema_guard ON ddl_command_start
-    WHEN TAG IN ('ALTER SCHEMA', 'DROP SCHEMA', 'DROP OWNED')
+    WHEN TAG IN ('ALTER SCHEMA', 'DROP SCHEMA', 'DROP OWNED', 'ALTER EXTENSION', 'DROP EXTENSION')
     EXECUTE FUNCTION pg_catalog.snowflake_schema_guard();
 
 -- At ddl_command_end (round 18): no function that is not the extension's may come to have the
@@ -91,7 +92,9 @@ COMMENT ON FUNCTION pg_catalog.snowflake_schema_guard_end() IS
 
 CREATE EVENT TRIGGER snowflake_schema_guard_end ON ddl_command_end
     WHEN TAG IN ('CREATE FUNCTION', 'ALTER FUNCTION', 'CREATE PROCEDURE', 'ALTER PROCEDURE',
-                 'ALTER ROUTINE', 'CREATE AGGREGATE', 'ALTER AGGREGATE')
+                 'ALTER ROUTINE', 'CREATE AGGREGATE', 'ALTER AGGREGATE',
+                 -- a range type's constructors are functions of its name (round 19, F2)
+                 'CREATE TYPE', 'ALTER TYPE', 'CREATE EXTENSION', 'ALTER EXTENSION')
     EXECUTE FUNCTION pg_catalog.snowflake_schema_guard_end();
 
 -- The script itself runs with search_path set to the extension's schema, where the database's

@@ -30,6 +30,7 @@
 #include "catalog/indexing.h"
 #include "catalog/dependency.h"
 #include "catalog/namespace.h"
+#include "catalog/pg_depend.h"
 #include "catalog/pg_extension.h"
 #include "catalog/pg_namespace.h"
 #include "catalog/pg_operator.h"
@@ -74,7 +75,7 @@ sf_extension_schema(void)
 	return nsp;
 }
 
-/* what: "rename schema", "drop schema", "drop the objects of the owner of schema" */
+/* what: "rename schema", "drop schema", "drop the objects of the owner of schema", "drop extension \"x\" and with it schema", "add to extension \"x\" schema" */
 static void
 sf_guard_refuse(const char *what, const char *schema)
 {
@@ -87,8 +88,23 @@ sf_guard_refuse(const char *what, const char *schema)
 }
 
 /*
+ * Whether schema nsp is a member of extension extname (round 19, F1: the
+ * database's owner made public a member of a trusted extension of its own,
+ * ALTER EXTENSION ... ADD SCHEMA, before or after snowflake was installed;
+ * dropping that extension dropped public, snowflake and the superuser's
+ * tables with it, and a new public held look-alikes).
+ */
+static bool
+sf_guard_member_of(Oid nsp, const char *extname)
+{
+	Oid			ext = get_extension_oid(extname, true);
+
+	return OidIsValid(ext) && getExtensionOfObject(NamespaceRelationId, nsp) == ext;
+}
+
+/*
  * snowflake_schema_guard(): event trigger, ddl_command_start, tags ALTER
- * SCHEMA, DROP SCHEMA and DROP OWNED.
+ * SCHEMA, DROP SCHEMA, DROP OWNED, ALTER EXTENSION and DROP EXTENSION.
  */
 Datum
 snowflake_schema_guard(PG_FUNCTION_ARGS)
@@ -131,6 +147,22 @@ snowflake_schema_guard(PG_FUNCTION_ARGS)
 				if (IsA(obj, String) && strcmp(strVal(obj), name) == 0)
 					sf_guard_refuse("drop schema", name);
 			}
+		else if (stmt->removeType == OBJECT_EXTENSION)
+			foreach(lc, stmt->objects)
+			{
+				Node	   *obj = (Node *) lfirst(lc);
+
+				if (IsA(obj, String) && sf_guard_member_of(nsp, strVal(obj)))
+					sf_guard_refuse(psprintf("drop extension \"%s\" and with it schema", strVal(obj)), name);
+			}
+	}
+	else if (IsA(tree, AlterExtensionContentsStmt))
+	{
+		AlterExtensionContentsStmt *stmt = (AlterExtensionContentsStmt *) tree;
+
+		if (stmt->action > 0 && stmt->objtype == OBJECT_SCHEMA && IsA(stmt->object, String) &&
+			strcmp(strVal(stmt->object), name) == 0)
+			sf_guard_refuse(psprintf("add to extension \"%s\" schema", stmt->extname), name);
 	}
 	else if (IsA(tree, DropOwnedStmt))
 	{
@@ -314,6 +346,41 @@ sf_guard_lock_and_check(const char *schema, const char *what)
 		sf_guard_refuse(what, schema);
 }
 
+/* Each schema that is a member of extension extname, locked and looked at (round 19, F1). */
+static void
+sf_guard_extension_schemas(const char *extname)
+{
+	Oid			ext = get_extension_oid(extname, true);
+	Relation	rel;
+	ScanKeyData key[2];
+	SysScanDesc scan;
+	HeapTuple	tup;
+	List	   *schemas = NIL;
+	ListCell   *lc;
+
+	if (!OidIsValid(ext))
+		return;
+	rel = table_open(DependRelationId, AccessShareLock);
+	ScanKeyInit(&key[0], Anum_pg_depend_refclassid, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(ExtensionRelationId));
+	ScanKeyInit(&key[1], Anum_pg_depend_refobjid, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(ext));
+	scan = systable_beginscan(rel, DependReferenceIndexId, true, NULL, 2, key);
+	while (HeapTupleIsValid(tup = systable_getnext(scan)))
+	{
+		Form_pg_depend dep = (Form_pg_depend) GETSTRUCT(tup);
+		char	   *schema;
+
+		if (dep->classid == NamespaceRelationId && dep->deptype == DEPENDENCY_EXTENSION &&
+			(schema = get_namespace_name(dep->objid)) != NULL)
+			schemas = lappend(schemas, schema);
+	}
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	foreach(lc, schemas)
+		sf_guard_lock_and_check((char *) lfirst(lc), psprintf("drop extension \"%s\" and with it schema", extname));
+}
+
 static void
 sf_guard_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
 				 ProcessUtilityContext context, ParamListInfo params,
@@ -331,6 +398,14 @@ sf_guard_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
 		foreach(lc, ((DropStmt *) tree)->objects)
 			if (IsA(lfirst(lc), String))
 				sf_guard_lock_and_check(strVal(lfirst(lc)), "drop schema");
+	}
+	else if (IsA(tree, DropStmt) && ((DropStmt *) tree)->removeType == OBJECT_EXTENSION)
+	{
+		ListCell   *lc;
+
+		foreach(lc, ((DropStmt *) tree)->objects)
+			if (IsA(lfirst(lc), String))
+				sf_guard_extension_schemas(strVal(lfirst(lc)));
 	}
 
 	if (sf_prev_utility)

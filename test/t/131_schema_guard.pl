@@ -193,6 +193,46 @@ for my $race ('ALTER SCHEMA public RENAME TO public_old', 'DROP SCHEMA public CA
 	$node->safe_psql('app4', 'DROP EXTENSION snowflake');
 }
 
+# Round 19, F1: the owner made public a member of a trusted extension of its own (tcn), after the
+# install or before it, and dropped that extension: public, snowflake and the superuser's tables went
+# with it, and a new public held look-alikes the documented calls ran as the superuser.  Making the
+# extension's schema a member is refused; so is dropping an extension it is a member of (the event
+# trigger, and with the triggers disabled the library's hook).
+my $refused_ext = qr/ERROR:  cannot (add to extension "tcn" schema|drop extension "tcn" and with it schema) "public": extension snowflake is in it/;
+$node->safe_psql('postgres', 'CREATE DATABASE app5 OWNER alice; CREATE DATABASE app6 OWNER alice');
+$node->safe_psql('app5', q{CREATE EXTENSION snowflake SCHEMA public; CREATE TABLE public.posts (id snowflake PRIMARY KEY)});
+($ret, $out, $err) = $node->psql('app5', q{CREATE SCHEMA holder; CREATE EXTENSION tcn SCHEMA holder; ALTER EXTENSION tcn ADD SCHEMA public},
+	extra_params => [ '-U', 'alice' ]);
+like($err, $refused_ext, 'R19 F1: ALTER EXTENSION tcn ADD SCHEMA public, after the install: refused');
+# Made a member before the install (the documented install is not stopped by it).
+$node->safe_psql('app6', q{CREATE SCHEMA holder; CREATE EXTENSION tcn SCHEMA holder; ALTER EXTENSION tcn ADD SCHEMA public},
+	extra_params => [ '-U', 'alice' ]);
+$node->safe_psql('app6', q{CREATE EXTENSION snowflake SCHEMA public; CREATE TABLE public.posts (id snowflake PRIMARY KEY)});
+($ret, $out, $err) = $node->psql('app6', 'DROP EXTENSION tcn CASCADE', extra_params => [ '-U', 'alice' ]);
+like($err, $refused_ext, 'R19 F1: DROP EXTENSION tcn CASCADE, public a member since before the install: refused');
+$node->safe_psql('app6', 'ALTER EVENT TRIGGER snowflake_schema_guard DISABLE');
+($ret, $out, $err) = $node->psql('app6', 'DROP EXTENSION tcn CASCADE', extra_params => [ '-U', 'alice' ]);
+like($err, $refused_ext, 'R19 F1: with the event trigger disabled, the library\'s hook refuses it too');
+$node->safe_psql('app6', 'ALTER EVENT TRIGGER snowflake_schema_guard ENABLE');
+is($node->safe_psql('app6', q{SELECT count(*) FROM pg_extension WHERE extname = 'snowflake'}) . '/' .
+	$node->safe_psql('app6', q{SELECT count(*) FROM pg_class WHERE oid = 'public.posts'::regclass}),
+	'1/1', 'R19 F1: the extension and the superuser\'s table are still there');
+($ret, $out, $err) = $node->psql('app6', 'ALTER EXTENSION tcn DROP SCHEMA public; DROP EXTENSION tcn CASCADE', extra_params => [ '-U', 'alice' ]);
+is($ret, 0, 'R19 F1: once public is no member, the owner drops its extension') or diag($err);
+is($node->safe_psql('app6', q{SELECT count(*) FROM pg_extension WHERE extname = 'snowflake'}), '1', 'R19 F1: and snowflake stays');
+
+# Round 19, F2: a range type's constructors are functions of the type's name: CREATE TYPE
+# public.snowflake_migrate_column AS RANGE put two look-alikes into public that a 1.1-style call by
+# that name picked, as the superuser.  Refused at ddl_command_end like CREATE FUNCTION.
+($ret, $out, $err) = $node->psql('app5', 'CREATE TYPE public.snowflake_migrate_column AS RANGE (subtype = text)',
+	extra_params => [ '-U', 'alice' ]);
+like($err, qr/ERROR:  cannot have "snowflake_migrate_column" in schema "public": extension snowflake has a function of that name there/,
+	'R19 F2: a range type named like one of the extension\'s functions: refused');
+is($node->safe_psql('app5', q{SELECT count(*) FROM pg_proc WHERE proname = 'snowflake_migrate_column' AND pronamespace = 'public'::regnamespace}),
+	'1', 'R19 F2: no constructor next to the extension\'s function');
+($ret, $out, $err) = $node->psql('app5', 'CREATE TYPE public.some_range AS RANGE (subtype = text)', extra_params => [ '-U', 'alice' ]);
+is($ret, 0, 'R19 F2: a range type of another name is made as before') or diag($err);
+
 # DROP EXTENSION still works (the trigger goes with it), and the schema is then the owner's again.
 $node->safe_psql('app', 'DROP TABLE public.orders; DROP EXTENSION snowflake');
 ($ret, $out, $err) = alice('ALTER SCHEMA public RENAME TO public_; ALTER SCHEMA public_ RENAME TO public');

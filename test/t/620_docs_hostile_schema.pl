@@ -127,6 +127,20 @@ $n->safe_psql('app', q{ALTER ROLE mallory NOSUPERUSER; TRUNCATE public.planted_c
 is($n->safe_psql('app', q{SELECT pg_catalog.nextval('public.orders_id_seq')}), '43',
 	'docs/migration.md: the sequence was set above the largest ID');
 
+# README's remedy for a damaged state file (round 19, F3): its query for the last timestamp, as
+# written (every name qualified), runs no snowflake_timestamp(bigint) planted in a schema named like
+# the superuser; the old form, as a control, does.
+my ($remedy) = slurp_file("$root/README.md") =~ /`(SELECT pg_catalog\.max\(public\.snowflake_timestamp\(id\)\)[^`]*)`/;
+die 'README.md gives no query for the last timestamp' unless defined $remedy;
+$n->safe_psql('app', qq{CREATE FUNCTION "$super".snowflake_timestamp(bigint) RETURNS timestamptz LANGUAGE plpgsql AS \$\$
+BEGIN PERFORM "$super".pwn('snowflake_timestamp(bigint)'); RETURN now(); END \$\$;}, extra_params => [ '-U', 'mallory' ]);
+like($n->safe_psql('app', "$remedy;"), qr/^20\d\d-/, 'README.md: the damaged-file remedy query runs');
+is(planted(), 'none', 'README.md: the damaged-file remedy query runs no planted code');
+is(mallory_super(), 'f', 'README.md: the damaged-file remedy query: mallory stays unprivileged');
+$n->safe_psql('app', 'SELECT max(snowflake_timestamp(id)) FROM orders');
+is(planted(), 'snowflake_timestamp(bigint)', 'control: the old, unqualified remedy query runs the planted function');
+$n->safe_psql('app', q{ALTER ROLE mallory NOSUPERUSER; TRUNCATE public.planted_calls});
+
 # README's CREATE EXTENSION (round 17, F3): a role with CREATE on the database made a schema
 # named like the superuser first; the block names the schema, so the extension goes to public,
 # where every documented call looks for it.  Control: without SCHEMA it goes to "$user".
