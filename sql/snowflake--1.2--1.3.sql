@@ -16,6 +16,44 @@
 -- first calls this guard, by its pg_catalog name (which no other schema can shadow), and
 -- refuses while the extension's schema is not named as at its creation.
 
+-- Round 19/20: the schema must not be a member of another extension.  The database's owner made
+-- public a member of a trusted extension of its own (tcn), before or after the install; dropping
+-- that extension, or the schema that extension was in, or DROP OWNED BY its owner, then dropped
+-- public, extension snowflake and the superuser's tables with it, past every refusal that names
+-- the schema, and a new public held look-alikes.  The install and updates refuse such a schema,
+-- the event trigger refuses making it one, and the functions a superuser runs refuse it first.
+CREATE FUNCTION pg_catalog.snowflake_check_schema_member()
+RETURNS void
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $function$
+DECLARE
+    schema_name name;
+    member_of name;
+BEGIN
+    SELECT n.nspname, x.extname INTO schema_name, member_of
+    FROM pg_catalog.pg_extension e
+    JOIN pg_catalog.pg_namespace n ON n.oid = e.extnamespace
+    JOIN pg_catalog.pg_depend d ON d.classid = 'pg_catalog.pg_namespace'::pg_catalog.regclass AND d.objid = e.extnamespace
+                               AND d.refclassid = 'pg_catalog.pg_extension'::pg_catalog.regclass AND d.deptype = 'e'
+    JOIN pg_catalog.pg_extension x ON x.oid = d.refobjid
+    WHERE e.extname = 'snowflake'
+    LIMIT 1;
+    IF member_of IS NOT NULL THEN
+        RAISE EXCEPTION 'schema % of extension snowflake is a member of extension %', pg_catalog.quote_ident(schema_name), pg_catalog.quote_ident(member_of)
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  DETAIL = 'Dropping that extension, or whatever it goes with (its own schema, DROP OWNED BY its owner), would drop the schema and extension snowflake with it; a schema made under the name later would run its look-alikes with their callers'' rights.',
+                  HINT = format('As the owner of extension %s: ALTER EXTENSION %s DROP SCHEMA %s, then try again.',
+                                pg_catalog.quote_ident(member_of), pg_catalog.quote_ident(member_of), pg_catalog.quote_ident(schema_name));
+    END IF;
+END
+$function$;
+
+COMMENT ON FUNCTION pg_catalog.snowflake_check_schema_member() IS
+'internal: refuses while the schema extension snowflake is in is a member of another extension (called by the install, updates and snowflake_check_schema())';
+
+SELECT pg_catalog.snowflake_check_schema_member();
+
 CREATE FUNCTION pg_catalog.snowflake_check_schema()
 RETURNS void
 LANGUAGE plpgsql STABLE PARALLEL SAFE
@@ -40,6 +78,7 @@ DECLARE
                                      WHERE m.pronamespace = e.extnamespace AND m.proname = o.proname)
                        LIMIT 1);
 BEGIN
+    PERFORM pg_catalog.snowflake_check_schema_member();
     IF lookalike IS NOT NULL THEN
         RAISE EXCEPTION 'schema % holds a function % that is not extension snowflake''s', pg_catalog.quote_ident(now_named), pg_catalog.quote_ident(lookalike)
             USING ERRCODE = 'duplicate_function',

@@ -30,7 +30,6 @@
 #include "catalog/indexing.h"
 #include "catalog/dependency.h"
 #include "catalog/namespace.h"
-#include "catalog/pg_depend.h"
 #include "catalog/pg_extension.h"
 #include "catalog/pg_namespace.h"
 #include "catalog/pg_operator.h"
@@ -346,41 +345,6 @@ sf_guard_lock_and_check(const char *schema, const char *what)
 		sf_guard_refuse(what, schema);
 }
 
-/* Each schema that is a member of extension extname, locked and looked at (round 19, F1). */
-static void
-sf_guard_extension_schemas(const char *extname)
-{
-	Oid			ext = get_extension_oid(extname, true);
-	Relation	rel;
-	ScanKeyData key[2];
-	SysScanDesc scan;
-	HeapTuple	tup;
-	List	   *schemas = NIL;
-	ListCell   *lc;
-
-	if (!OidIsValid(ext))
-		return;
-	rel = table_open(DependRelationId, AccessShareLock);
-	ScanKeyInit(&key[0], Anum_pg_depend_refclassid, BTEqualStrategyNumber, F_OIDEQ,
-				ObjectIdGetDatum(ExtensionRelationId));
-	ScanKeyInit(&key[1], Anum_pg_depend_refobjid, BTEqualStrategyNumber, F_OIDEQ,
-				ObjectIdGetDatum(ext));
-	scan = systable_beginscan(rel, DependReferenceIndexId, true, NULL, 2, key);
-	while (HeapTupleIsValid(tup = systable_getnext(scan)))
-	{
-		Form_pg_depend dep = (Form_pg_depend) GETSTRUCT(tup);
-		char	   *schema;
-
-		if (dep->classid == NamespaceRelationId && dep->deptype == DEPENDENCY_EXTENSION &&
-			(schema = get_namespace_name(dep->objid)) != NULL)
-			schemas = lappend(schemas, schema);
-	}
-	systable_endscan(scan);
-	table_close(rel, AccessShareLock);
-	foreach(lc, schemas)
-		sf_guard_lock_and_check((char *) lfirst(lc), psprintf("drop extension \"%s\" and with it schema", extname));
-}
-
 static void
 sf_guard_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
 				 ProcessUtilityContext context, ParamListInfo params,
@@ -399,13 +363,26 @@ sf_guard_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
 			if (IsA(lfirst(lc), String))
 				sf_guard_lock_and_check(strVal(lfirst(lc)), "drop schema");
 	}
-	else if (IsA(tree, DropStmt) && ((DropStmt *) tree)->removeType == OBJECT_EXTENSION)
-	{
-		ListCell   *lc;
 
-		foreach(lc, ((DropStmt *) tree)->objects)
-			if (IsA(lfirst(lc), String))
-				sf_guard_extension_schemas(strVal(lfirst(lc)));
+	/*
+	 * And whatever a drop named (round 20, F1: DROP SCHEMA of the schema an
+	 * extension was in, or DROP OWNED BY that extension's owner, cascaded to
+	 * the extension, to public, a member of it, and to snowflake, whose event
+	 * triggers went with it): afterwards, the extension's schema must still
+	 * be there.  The error undoes the drop.
+	 */
+	if (IsA(tree, DropStmt) || IsA(tree, DropOwnedStmt))
+	{
+		Oid			nsp = sf_extension_schema();
+		char	   *name = OidIsValid(nsp) ? get_namespace_name(nsp) : NULL;
+
+		if (sf_prev_utility)
+			sf_prev_utility(pstmt, queryString, readOnlyTree, context, params, queryEnv, dest, qc);
+		else
+			standard_ProcessUtility(pstmt, queryString, readOnlyTree, context, params, queryEnv, dest, qc);
+		if (name != NULL && !SearchSysCacheExists1(NAMESPACEOID, ObjectIdGetDatum(nsp)))
+			sf_guard_refuse("drop schema", name);
+		return;
 	}
 
 	if (sf_prev_utility)

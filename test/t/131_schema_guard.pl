@@ -204,15 +204,19 @@ $node->safe_psql('app5', q{CREATE EXTENSION snowflake SCHEMA public; CREATE TABL
 ($ret, $out, $err) = $node->psql('app5', q{CREATE SCHEMA holder; CREATE EXTENSION tcn SCHEMA holder; ALTER EXTENSION tcn ADD SCHEMA public},
 	extra_params => [ '-U', 'alice' ]);
 like($err, $refused_ext, 'R19 F1: ALTER EXTENSION tcn ADD SCHEMA public, after the install: refused');
-# Made a member before the install (the documented install is not stopped by it).
-$node->safe_psql('app6', q{CREATE SCHEMA holder; CREATE EXTENSION tcn SCHEMA holder; ALTER EXTENSION tcn ADD SCHEMA public},
-	extra_params => [ '-U', 'alice' ]);
+# A member already (made while the event trigger did not fire: disabled here; the install refuses
+# a member since round 20, below): dropping tcn is refused, by the event trigger, and with it
+# disabled by the library's hook, once the drop has taken the schema.
+$node->safe_psql('app6', q{CREATE SCHEMA holder; CREATE EXTENSION tcn SCHEMA holder}, extra_params => [ '-U', 'alice' ]);
 $node->safe_psql('app6', q{CREATE EXTENSION snowflake SCHEMA public; CREATE TABLE public.posts (id snowflake PRIMARY KEY)});
+$node->safe_psql('app6', 'ALTER EVENT TRIGGER snowflake_schema_guard DISABLE');
+$node->safe_psql('app6', 'ALTER EXTENSION tcn ADD SCHEMA public', extra_params => [ '-U', 'alice' ]);
+$node->safe_psql('app6', 'ALTER EVENT TRIGGER snowflake_schema_guard ENABLE');
 ($ret, $out, $err) = $node->psql('app6', 'DROP EXTENSION tcn CASCADE', extra_params => [ '-U', 'alice' ]);
-like($err, $refused_ext, 'R19 F1: DROP EXTENSION tcn CASCADE, public a member since before the install: refused');
+like($err, $refused_ext, 'R19 F1: DROP EXTENSION tcn CASCADE, public a member: refused');
 $node->safe_psql('app6', 'ALTER EVENT TRIGGER snowflake_schema_guard DISABLE');
 ($ret, $out, $err) = $node->psql('app6', 'DROP EXTENSION tcn CASCADE', extra_params => [ '-U', 'alice' ]);
-like($err, $refused_ext, 'R19 F1: with the event trigger disabled, the library\'s hook refuses it too');
+like($err, qr/ERROR:  cannot drop schema "public": extension snowflake is in it/, 'R19 F1: with the event trigger disabled, the library\'s hook refuses it too');
 $node->safe_psql('app6', 'ALTER EVENT TRIGGER snowflake_schema_guard ENABLE');
 is($node->safe_psql('app6', q{SELECT count(*) FROM pg_extension WHERE extname = 'snowflake'}) . '/' .
 	$node->safe_psql('app6', q{SELECT count(*) FROM pg_class WHERE oid = 'public.posts'::regclass}),
@@ -220,6 +224,40 @@ is($node->safe_psql('app6', q{SELECT count(*) FROM pg_extension WHERE extname = 
 ($ret, $out, $err) = $node->psql('app6', 'ALTER EXTENSION tcn DROP SCHEMA public; DROP EXTENSION tcn CASCADE', extra_params => [ '-U', 'alice' ]);
 is($ret, 0, 'R19 F1: once public is no member, the owner drops its extension') or diag($err);
 is($node->safe_psql('app6', q{SELECT count(*) FROM pg_extension WHERE extname = 'snowflake'}), '1', 'R19 F1: and snowflake stays');
+
+# Round 20, F1: public a member of the owner's tcn, made before the install, and then not tcn but
+# what tcn goes with dropped: its own schema (DROP SCHEMA d CASCADE) or all the owner owns (DROP
+# OWNED BY): the cascade took tcn, public, snowflake and its event triggers.  Now the install
+# refuses a schema that is a member of another extension, the functions a superuser runs refuse
+# it too, and the preloaded library refuses any drop after which the extension's schema is gone.
+$node->safe_psql('postgres', 'CREATE DATABASE app7 OWNER alice');
+$node->safe_psql('app7', q{CREATE SCHEMA d; CREATE EXTENSION tcn SCHEMA d; ALTER EXTENSION tcn ADD SCHEMA public},
+	extra_params => [ '-U', 'alice' ]);
+($ret, $out, $err) = $node->psql('app7', 'CREATE EXTENSION snowflake SCHEMA public');
+like($err, qr/ERROR:  schema public of extension snowflake is a member of extension tcn/,
+	'R20 F1: the install refuses a schema that is a member of another extension');
+like($err, qr/HINT:  As the owner of extension tcn: ALTER EXTENSION tcn DROP SCHEMA public, then try again\./, 'R20 F1: the hint gives the way out');
+$node->safe_psql('app7', 'ALTER EXTENSION tcn DROP SCHEMA public', extra_params => [ '-U', 'alice' ]);
+$node->safe_psql('app7', q{CREATE EXTENSION snowflake SCHEMA public; CREATE TABLE public.orders (id snowflake PRIMARY KEY)});
+# Made a member while the event trigger did not fire (disabled here).
+$node->safe_psql('app7', 'ALTER EVENT TRIGGER snowflake_schema_guard DISABLE');
+$node->safe_psql('app7', 'ALTER EXTENSION tcn ADD SCHEMA public', extra_params => [ '-U', 'alice' ]);
+$node->safe_psql('app7', 'ALTER EVENT TRIGGER snowflake_schema_guard ENABLE');
+($ret, $out, $err) = $node->psql('app7', 'SELECT pg_catalog.snowflake_check_schema()');
+like($err, qr/ERROR:  schema public of extension snowflake is a member of extension tcn/,
+	'R20 F1: the functions a superuser runs refuse while the schema is a member of another extension');
+for my $drop ('DROP SCHEMA d CASCADE', 'DROP OWNED BY alice CASCADE')
+{
+	($ret, $out, $err) = $node->psql('app7', $drop, extra_params => [ '-U', 'alice' ]);
+	like($err, qr/ERROR:  cannot drop schema "public": extension snowflake is in it/, "R20 F1: $drop, cascading to public: refused");
+	is($node->safe_psql('app7', q{SELECT count(*) FROM pg_extension WHERE extname IN ('snowflake', 'tcn')}) . '/' .
+		$node->safe_psql('app7', q{SELECT count(*) FROM pg_class WHERE oid = 'public.orders'::regclass}) . '/' .
+		$node->safe_psql('app7', q{SELECT count(*) FROM pg_event_trigger WHERE evtname LIKE 'snowflake_schema_guard%'}),
+		'2/1/2', "R20 F1: $drop: both extensions, the superuser's table and the event triggers are still there");
+}
+($ret, $out, $err) = $node->psql('app7', 'ALTER EXTENSION tcn DROP SCHEMA public; DROP SCHEMA d CASCADE', extra_params => [ '-U', 'alice' ]);
+is($ret, 0, 'R20 F1: public no member, the owner drops its schema and extension') or diag($err);
+is($node->safe_psql('app7', q{SELECT count(*) FROM pg_extension WHERE extname = 'snowflake'}), '1', 'R20 F1: and snowflake stays');
 
 # Round 19, F2: a range type's constructors are functions of the type's name: CREATE TYPE
 # public.snowflake_migrate_column AS RANGE put two look-alikes into public that a 1.1-style call by
