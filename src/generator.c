@@ -624,6 +624,24 @@ sf_reserve(int node, int64 count, const char *caller)
 		}
 
 		/*
+		 * This session took in a synchronous_standby_names the reservation
+		 * was not confirmed under (round 19, F1): wait until it is, within the
+		 * same budget.
+		 */
+		if (unlikely(!sf_mark_sync_current()))
+		{
+			if (deadline == 0)
+				deadline = sf_mono_ns() + (int64) sf_max_wait_ms * SF_NS_PER_MS;
+			marked = true;
+			if (!sf_mark_sync_await(deadline))
+			{
+				sf_count_refusal(slot, node, "the durable mark could not be raised");
+				sf_mark_refuse(caller);
+			}
+			continue;
+		}
+
+		/*
 		 * Beyond the durable mark: wait for the writer to raise it (rare: it
 		 * keeps the mark ahead), within the same budget.
 		 */

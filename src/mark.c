@@ -33,9 +33,18 @@
 #include "storage/ipc.h"
 #include "storage/latch.h"
 #include "utils/memutils.h"
+#include "utils/timestamp.h"
 #include "utils/wait_event.h"
 
 #include "snowflake.h"
+
+/* What sf_mark_sync_check_locked() found (and held generation for). */
+typedef enum SfSyncChange
+{
+	SF_SYNC_NONE,				/* nothing: the reservation stands */
+	SF_SYNC_NAMES,				/* synchronous_standby_names changed */
+	SF_SYNC_STANDBYS			/* the same names, other standbys synchronous now */
+} SfSyncChange;
 
 /* How far ahead slow writes may push the mark: bounds the wait after a crash. */
 #define SF_AHEAD_MAX_MS		60000
@@ -836,17 +845,77 @@ sf_mark_held(void)
  * would issue them again (round 16).  Flush, whatever synchronous_commit
  * says: a session's setting must not weaken the failover guarantee.
  */
+static int
+sf_standby_priority_cmp(const void *a, const void *b)
+{
+	const SyncRepStandbyData *sa = (const SyncRepStandbyData *) a;
+	const SyncRepStandbyData *sb = (const SyncRepStandbyData *) b;
+
+	if (sa->sync_standby_priority != sb->sync_standby_priority)
+		return sa->sync_standby_priority < sb->sync_standby_priority ? -1 : 1;
+	return sa->walsnd_index < sb->walsnd_index ? -1 : sa->walsnd_index > sb->walsnd_index ? 1 : 0;
+}
+
+static int
+sf_lsn_desc_cmp(const void *a, const void *b)
+{
+	XLogRecPtr	la = *(const XLogRecPtr *) a;
+	XLogRecPtr	lb = *(const XLogRecPtr *) b;
+
+	return la > lb ? -1 : la < lb ? 1 : 0;
+}
+
+/*
+ * The WAL position the synchronous standbys of now have all flushed, as
+ * PostgreSQL chooses them (FIRST n: the n of highest priority among those
+ * streaming, the least of their positions; ANY n: the n-th highest), or
+ * InvalidXLogRecPtr when fewer stream.  Not PostgreSQL's confirmed position
+ * (WalSndCtl->lsn), which only grows: when the set changes without a reload
+ * (FIRST 1 (a, b) and a dies, so b is synchronous now) it still says what a
+ * had flushed (round 19 of the outside attack, F2).
+ */
+static XLogRecPtr
+sf_syncrep_position(void)
+{
+	SyncRepStandbyData *standbys;
+	int			n;
+	int			need;
+	XLogRecPtr	pos = InvalidXLogRecPtr;
+
+	if (SyncRepConfig == NULL)
+		return InvalidXLogRecPtr;
+	need = SyncRepConfig->num_sync;
+	n = SyncRepGetCandidateStandbys(&standbys);
+	if (need > 0 && n >= need)
+	{
+		if (SyncRepConfig->syncrep_method == SYNC_REP_PRIORITY)
+		{
+			qsort(standbys, n, sizeof(SyncRepStandbyData), sf_standby_priority_cmp);
+			pos = standbys[0].flush;
+			for (int i = 1; i < need; i++)
+				pos = Min(pos, standbys[i].flush);
+		}
+		else
+		{
+			XLogRecPtr *flush = palloc(sizeof(XLogRecPtr) * n);
+
+			for (int i = 0; i < n; i++)
+				flush[i] = standbys[i].flush;
+			qsort(flush, n, sizeof(XLogRecPtr), sf_lsn_desc_cmp);
+			pos = flush[need - 1];
+			pfree(flush);
+		}
+	}
+	pfree(standbys);
+	return pos;
+}
+
 static bool
 sf_syncrep_confirmed(XLogRecPtr lsn)
 {
-	bool		confirmed;
-
 	if (max_wal_senders == 0 || SyncRepStandbyNames == NULL || SyncRepStandbyNames[0] == '\0')
 		return true;
-	LWLockAcquire(SyncRepLock, LW_SHARED);
-	confirmed = ((volatile WalSndCtlData *) WalSndCtl)->lsn[SYNC_REP_WAIT_FLUSH] >= lsn;
-	LWLockRelease(SyncRepLock);
-	return confirmed;
+	return sf_syncrep_position() >= lsn;
 }
 
 /*
@@ -862,6 +931,7 @@ sf_mark_publish_locked(void)
 		return false;
 	/* Readers must never see the new mark before the file, and the standbys, hold it. */
 	pg_write_barrier();
+	sf_shared->published_lsn = sf_shared->unconfirmed_lsn;
 	pg_atomic_write_u64(&sf_shared->reserved, tick);
 	pg_atomic_write_u64(&sf_shared->confirm_started, 0);
 	return true;
@@ -922,44 +992,120 @@ sf_mark_sync_startup(SnowflakeShared *shared)
  * check runs again at the next look.  Returns true when it held generation
  * back; before (SF_SYNC_NAMES_LEN bytes) then has the names before.
  */
-static bool
+static SfSyncChange
 sf_mark_sync_check_locked(char *before)
 {
 	const char *now = sf_sync_names_now();
 	uint32		hash = sf_sync_names_hash(now);
 	uint64		held;
-	bool		held_back = false;
+	SfSyncChange kind;
+	XLogRecPtr	lsn;
 
-	if (pg_atomic_read_u32(&sf_shared->sync_names_hash) == hash ||
-		RecoveryInProgress() || sf_shared->status != SF_STATE_OK || sf_shared->copied)
-		return false;
-	strlcpy(before, sf_shared->sync_names, SF_SYNC_NAMES_LEN);
-	pg_atomic_write_u32(&sf_shared->sync_names_hash, hash);
-	strlcpy(sf_shared->sync_names, now, sizeof(sf_shared->sync_names));
+	if (RecoveryInProgress() || sf_shared->status != SF_STATE_OK || sf_shared->copied)
+		return SF_SYNC_NONE;
+	if (pg_atomic_read_u32(&sf_shared->sync_names_hash) == hash)
+	{
+		/*
+		 * The same names, but perhaps other standbys (round 19, F2: FIRST 1
+		 * (a, b), a dies, b is synchronous now, with no reload): the record
+		 * of the published mark must be on the synchronous standbys of now,
+		 * or generation waits again.
+		 */
+		if (now[0] == '\0' || max_wal_senders == 0 ||
+			pg_atomic_read_u64(&sf_shared->reserved) <= sf_shared->floor ||
+			sf_syncrep_confirmed(sf_shared->published_lsn))
+			return SF_SYNC_NONE;
+		kind = SF_SYNC_STANDBYS;
+		strlcpy(before, now, SF_SYNC_NAMES_LEN);
+	}
+	else
+	{
+		kind = SF_SYNC_NAMES;
+		strlcpy(before, sf_shared->sync_names, SF_SYNC_NAMES_LEN);
+		pg_atomic_write_u32(&sf_shared->sync_names_hash, hash);
+		strlcpy(sf_shared->sync_names, now, sizeof(sf_shared->sync_names));
+	}
 	held = sf_mark_held();
 	if (now[0] == '\0' || max_wal_senders == 0 || held == 0)
-		return false;
-	{
-		XLogRecPtr	lsn = sf_mark_log((int64) held);
-
-		/* Lowered first: no reader may see the old value once it waits. */
-		if (sf_shared->floor < pg_atomic_read_u64(&sf_shared->reserved))
-		{
-			pg_atomic_write_u64(&sf_shared->reserved, sf_shared->floor);
-			held_back = true;
-		}
-		(void) sf_mark_await_locked(held, lsn);
-	}
-	return held_back;
+		return SF_SYNC_NONE;
+	lsn = sf_mark_log((int64) held);
+	/* Lowered first: no reader may see the old value once it waits. */
+	if (sf_shared->floor >= pg_atomic_read_u64(&sf_shared->reserved))
+		kind = SF_SYNC_NONE;
+	else
+		pg_atomic_write_u64(&sf_shared->reserved, sf_shared->floor);
+	(void) sf_mark_await_locked(held, lsn);
+	return kind;
 }
 
 static void
-sf_mark_sync_log(const char *before)
+sf_mark_sync_log(SfSyncChange kind, const char *before)
 {
-	ereport(LOG,
-			(errmsg("snowflake issues no new ID until the synchronous standbys named now confirm the durable mark"),
-			 errdetail("synchronous_standby_names changed from \"%s\" to \"%s\"; the mark of the IDs not issued yet was confirmed by the standbys named before, or by none.",
-					   before, sf_sync_names_now())));
+	if (kind == SF_SYNC_NAMES)
+		ereport(LOG,
+				(errmsg("snowflake issues no new ID until the synchronous standbys named now confirm the durable mark"),
+				 errdetail("synchronous_standby_names changed from \"%s\" to \"%s\"; the mark of the IDs not issued yet was confirmed by the standbys named before, or by none.",
+						   before, sf_sync_names_now())));
+	else if (kind == SF_SYNC_STANDBYS)
+		ereport(LOG,
+				(errmsg("snowflake issues no new ID until the synchronous standbys of now confirm the durable mark"),
+				 errdetail("The synchronous standbys chosen by synchronous_standby_names \"%s\" changed, and the record of the mark of the IDs not issued yet is not on them.",
+						   before)));
+}
+
+/*
+ * A session, on the generation path, after it took in a reload: whether the
+ * reservation was confirmed under the synchronous_standby_names it has now
+ * (round 19, F1: a writer stalled in a write took in a change seconds late,
+ * and sessions went on issuing from the old reservation).  Sessions that have
+ * not taken in the reload yet go on as the writer says.
+ */
+TimestampTz sf_sync_seen_reload = 0;
+
+bool
+sf_mark_sync_recheck(void)
+{
+	if (pg_atomic_read_u32(&sf_shared->sync_names_hash) != sf_sync_names_hash(sf_sync_names_now()))
+		return false;
+	sf_sync_seen_reload = PgReloadTime;
+	return true;
+}
+
+/*
+ * Wait, until deadline (monotonic ns), for the reservation to be confirmed
+ * under this session's synchronous_standby_names: take the change in at once
+ * when the lock is free, else wait for the writer (its write may be stalled).
+ */
+bool
+sf_mark_sync_await(int64 deadline)
+{
+	bool		ok = false;
+
+	for (;;)
+	{
+		if (sf_mark_sync_recheck())
+		{
+			ok = true;
+			break;
+		}
+		if (LWLockConditionalAcquire(sf_shared->lock, LW_EXCLUSIVE))
+		{
+			char		before[SF_SYNC_NAMES_LEN];
+			SfSyncChange kind = sf_mark_sync_check_locked(before);
+
+			LWLockRelease(sf_shared->lock);
+			sf_mark_sync_log(kind, before);
+			ConditionVariableBroadcast(&sf_shared->mark_cv);
+			continue;
+		}
+		if (sf_mono_ns() >= deadline)
+			break;
+		if (sf_shared->worker_latch != NULL)
+			SetLatch(sf_shared->worker_latch);
+		(void) ConditionVariableTimedSleep(&sf_shared->mark_cv, 10, PG_WAIT_EXTENSION);
+	}
+	ConditionVariableCancelSleep();
+	return ok;
 }
 
 /*
@@ -971,15 +1117,21 @@ void
 sf_mark_sync_check(void)
 {
 	char		before[SF_SYNC_NAMES_LEN];
-	bool		held_back;
+	SfSyncChange kind;
 
-	if (pg_atomic_read_u32(&sf_shared->sync_names_hash) == sf_sync_names_hash(sf_sync_names_now()))
-		return;
+	if (SyncRepStandbyNames == NULL || SyncRepStandbyNames[0] == '\0' || max_wal_senders == 0 ||
+		pg_atomic_read_u64(&sf_shared->reserved) <= sf_shared->floor)
+	{
+		/* Nothing to re-confirm: only a change of the names counts. */
+		if (pg_atomic_read_u32(&sf_shared->sync_names_hash) == sf_sync_names_hash(sf_sync_names_now()))
+			return;
+	}
 	LWLockAcquire(sf_shared->lock, LW_EXCLUSIVE);
-	held_back = sf_mark_sync_check_locked(before);
+	kind = sf_mark_sync_check_locked(before);
 	LWLockRelease(sf_shared->lock);
-	if (held_back)
-		sf_mark_sync_log(before);
+	sf_mark_sync_log(kind, before);
+	if (kind != SF_SYNC_NONE)
+		ConditionVariableBroadcast(&sf_shared->mark_cv);
 }
 
 /*
@@ -1028,6 +1180,7 @@ sf_mark_write(int64 target, bool wait, bool by_writer)
 	bool		published = false;
 	XLogRecPtr	lsn = InvalidXLogRecPtr;
 	char		sync_before[SF_SYNC_NAMES_LEN];
+	SfSyncChange sync_kind;
 
 	if (wait)
 		LWLockAcquire(sf_shared->lock, LW_EXCLUSIVE);
@@ -1035,10 +1188,12 @@ sf_mark_write(int64 target, bool wait, bool by_writer)
 		return false;
 
 	/* A caller with no writer running takes in a new synchronous_standby_names too. */
-	if (sf_mark_sync_check_locked(sync_before))
+	sync_kind = sf_mark_sync_check_locked(sync_before);
+	if (sync_kind != SF_SYNC_NONE)
 	{
 		LWLockRelease(sf_shared->lock);
-		sf_mark_sync_log(sync_before);
+		sf_mark_sync_log(sync_kind, sync_before);
+		ConditionVariableBroadcast(&sf_shared->mark_cv);
 		return true;
 	}
 

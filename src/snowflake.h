@@ -74,6 +74,7 @@
 #include "storage/condition_variable.h"
 #include "storage/lwlock.h"
 #include "utils/guc.h"
+#include "utils/timestamp.h"
 
 #include "compat.h"
 #include "layout.h"
@@ -97,6 +98,7 @@ extern int	sf_max_clock_jump_ms;
 #define SF_MAX_LEAD_LIMIT	3600000		/* 1 hour */
 #define SF_MAX_N			10000000	/* snowflake_next_n's bound */
 #define SF_SYNC_NAMES_LEN	256		/* synchronous_standby_names kept for the log */
+#define SF_SYNC_LOOK_MS		10		/* the writer's longest sleep with synchronous standbys named */
 #define SF_MAX_CLOCK_JUMP_DEFAULT	60000	/* snowflake.max_clock_jump_ms, 1 minute */
 #define SF_REFUSAL_STREAK	10			/* consecutive refusals that make an alert */
 
@@ -190,6 +192,7 @@ typedef struct SnowflakeShared
 	 */
 	pg_atomic_uint32 sync_names_hash;
 	char		sync_names[SF_SYNC_NAMES_LEN];
+	XLogRecPtr	published_lsn;	/* the record of the mark reserved holds (under the lock) */
 	pg_atomic_uint64 write_slow_ns;	/* recent slowest write, decaying */
 	pg_atomic_uint64 writes;	/* write attempts, done */
 	pg_atomic_uint64 write_failures;	/* of which failed */
@@ -443,6 +446,20 @@ extern bool sf_mark_adopt_node_ok(int *mine, int *theirs);
 extern void sf_mark_publish_node(void);
 extern void sf_mark_sync_startup(SnowflakeShared *shared);
 extern void sf_mark_sync_check(void);
+extern TimestampTz sf_sync_seen_reload;
+extern bool sf_mark_sync_recheck(void);
+extern bool sf_mark_sync_await(int64 deadline);
+
+/*
+ * Generation path: whether the reservation was confirmed under the
+ * synchronous_standby_names this session has (one comparison until the
+ * session takes in a reload; round 19, F1).
+ */
+static inline bool
+sf_mark_sync_current(void)
+{
+	return likely(PgReloadTime == sf_sync_seen_reload) || sf_mark_sync_recheck();
+}
 extern void sf_mark_observe_upstream(void);
 extern int64 sf_mark_margin_ms(void);
 

@@ -17,6 +17,7 @@
 #include "pgstat.h"
 #include "postmaster/bgworker.h"
 #include "postmaster/interrupt.h"
+#include "replication/syncrep.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
 #include "storage/proc.h"
@@ -89,6 +90,9 @@ snowflake_worker_main(Datum main_arg)
 		sf_mark_sync_check();
 
 		sleep_ms = sf_mark_writer_step(woken);
+		/* With synchronous standbys, look often: the set of them may change without a reload. */
+		if (SyncRepStandbyNames != NULL && SyncRepStandbyNames[0] != '\0' && sleep_ms > SF_SYNC_LOOK_MS)
+			sleep_ms = SF_SYNC_LOOK_MS;
 		if (sleep_ms > 0)
 			rc = WaitLatch(MyLatch,
 							 WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,

@@ -212,6 +212,30 @@ kill 'CONT', $ws;
 wait_sync();
 $p->ids($big, '(b) the standby back: IDs again', count => 1);
 
+# 3c. Round 19, F1: the writer cannot look (stalled in a write; stopped here), and the setting
+# comes to name the standby, whose link stalls: a session that took in the reload does not issue
+# from the reservation confirmed under the old setting.  It takes the change in itself (or, with the
+# writer holding the lock, waits for it) and is refused.  Before, IDs went on for as long as the
+# writer's write stalled (seconds).
+set_sync('');
+like($p->query('SELECT snowflake_next()'), qr/^\d+$/, "(c) asynchronous: an ID ($_)") for 1 .. 3;
+$ws = walsender();
+kill 'STOP', $ws;
+my $writer = $p->writer_pid;
+kill('STOP', $writer) or die "kill STOP writer: $!";
+$log_at = -s $p->node->logfile;
+$p->query(q{ALTER SYSTEM SET synchronous_standby_names = 'standby'; SELECT pg_reload_conf()});
+$p->node->poll_query_until('postgres', q{SELECT current_setting('synchronous_standby_names') = 'standby'})
+  or die 'the reload did not reach the sessions';
+my ($ret_c) = small_calls(5, \&new_session_call);
+is($ret_c, 0, '(c) the writer stopped: not one snowflake_next() is returned under the new setting');
+like(slurp_file($p->node->logfile, $log_at), qr/snowflake issues no new ID until the synchronous standbys named now confirm the durable mark/,
+	'(c) the session took the change in and logged the hold');
+kill('CONT', $writer) or die "kill CONT writer: $!";
+kill 'CONT', $ws;
+wait_sync();
+$p->ids($big, '(c) the writer and the standby back: IDs again', count => 1);
+
 # 4. The failover (round 17 of the outside attack): replication runs asynchronously and the link
 # stalls, so the marks the primary writes meanwhile reach no standby (the documented exposure of
 # asynchronous replication: those IDs are not compared below); then synchronous_standby_names
