@@ -1096,7 +1096,11 @@ sf_mark_sync_await(int64 deadline)
 			LWLockRelease(sf_shared->lock);
 			sf_mark_sync_log(kind, before);
 			ConditionVariableBroadcast(&sf_shared->mark_cv);
-			continue;
+			if (sf_mark_sync_recheck())
+			{
+				ok = true;
+				break;
+			}
 		}
 		if (sf_mono_ns() >= deadline)
 			break;
@@ -1109,9 +1113,11 @@ sf_mark_sync_await(int64 deadline)
 }
 
 /*
- * The reservation writer, at every look: take in a change of
- * synchronous_standby_names (sf_mark_sync_check_locked).  Unchanged, one
- * atomic read and a hash of the setting.
+ * The reservation writer, at every look (every 10 ms while standbys are
+ * named): take in a change of synchronous_standby_names, or of the standbys
+ * it chooses (sf_mark_sync_check_locked).  With none named, one atomic read
+ * and a hash of the setting; with some, also a look at the WAL senders,
+ * under the lock.
  */
 void
 sf_mark_sync_check(void)
