@@ -77,8 +77,29 @@ DECLARE
                                       AND d.refobjid = e.oid AND d.deptype = 'e'
                                      WHERE m.pronamespace = e.extnamespace AND m.proname = o.proname)
                        LIMIT 1);
+    -- round 21: a type named like one of its functions (a call becomes a cast to it)
+    type_lookalike text := (SELECT t.typname::text
+                       FROM pg_catalog.pg_extension e
+                       JOIN pg_catalog.pg_type t ON t.typnamespace = e.extnamespace
+                       WHERE e.extname = 'snowflake'
+                         AND NOT EXISTS (SELECT FROM pg_catalog.pg_depend d
+                                         WHERE d.classid = 'pg_catalog.pg_type'::pg_catalog.regclass AND d.objid = t.oid
+                                           AND d.refclassid = 'pg_catalog.pg_extension'::pg_catalog.regclass
+                                           AND d.refobjid = e.oid AND d.deptype = 'e')
+                         AND EXISTS (SELECT FROM pg_catalog.pg_proc m JOIN pg_catalog.pg_depend d
+                                       ON d.classid = 'pg_catalog.pg_proc'::pg_catalog.regclass AND d.objid = m.oid
+                                      AND d.refclassid = 'pg_catalog.pg_extension'::pg_catalog.regclass
+                                      AND d.refobjid = e.oid AND d.deptype = 'e'
+                                     WHERE m.pronamespace = e.extnamespace AND m.proname = t.typname)
+                       LIMIT 1);
 BEGIN
     PERFORM pg_catalog.snowflake_check_schema_member();
+    IF type_lookalike IS NOT NULL THEN
+        RAISE EXCEPTION 'schema % holds a type % named like a function of extension snowflake', pg_catalog.quote_ident(now_named), pg_catalog.quote_ident(type_lookalike)
+            USING ERRCODE = 'duplicate_object',
+                  DETAIL = 'A call of the function whose argument does not match its type exactly is taken for a cast to that type (a domain''s CHECK runs with the caller''s rights).',
+                  HINT = 'Drop it, rename it or move it to another schema (a table or view too: its row type has its name), then call again.';
+    END IF;
     IF lookalike IS NOT NULL THEN
         RAISE EXCEPTION 'schema % holds a function % that is not extension snowflake''s', pg_catalog.quote_ident(now_named), pg_catalog.quote_ident(lookalike)
             USING ERRCODE = 'duplicate_function',
@@ -133,7 +154,13 @@ CREATE EVENT TRIGGER snowflake_schema_guard_end ON ddl_command_end
     WHEN TAG IN ('CREATE FUNCTION', 'ALTER FUNCTION', 'CREATE PROCEDURE', 'ALTER PROCEDURE',
                  'ALTER ROUTINE', 'CREATE AGGREGATE', 'ALTER AGGREGATE',
                  -- a range type's constructors are functions of its name (round 19, F2)
-                 'CREATE TYPE', 'ALTER TYPE', 'CREATE EXTENSION', 'ALTER EXTENSION')
+                 'CREATE TYPE', 'ALTER TYPE', 'CREATE EXTENSION', 'ALTER EXTENSION',
+                 -- a type of a function's name turns a call into a cast to it (round 21: a
+                 -- domain); tables, views and the like make row types of their names
+                 'CREATE DOMAIN', 'ALTER DOMAIN', 'CREATE TABLE', 'ALTER TABLE', 'CREATE TABLE AS',
+                 'SELECT INTO', 'CREATE VIEW', 'ALTER VIEW', 'CREATE MATERIALIZED VIEW',
+                 'ALTER MATERIALIZED VIEW', 'CREATE FOREIGN TABLE', 'ALTER FOREIGN TABLE',
+                 'IMPORT FOREIGN SCHEMA', 'CREATE SEQUENCE', 'ALTER SEQUENCE')
     EXECUTE FUNCTION pg_catalog.snowflake_schema_guard_end();
 
 -- The script itself runs with search_path set to the extension's schema, where the database's

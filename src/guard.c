@@ -34,6 +34,7 @@
 #include "catalog/pg_namespace.h"
 #include "catalog/pg_operator.h"
 #include "catalog/pg_proc.h"
+#include "catalog/pg_type.h"
 #include "access/xact.h"
 #include "commands/event_trigger.h"
 #include "commands/extension.h"
@@ -284,6 +285,30 @@ sf_guard_lookalike(Oid ext, Oid nsp)
 				return o->name;
 		}
 	}
+
+	/*
+	 * A type of that name (round 21: a domain public.snowflake_timestamp):
+	 * a call whose argument does not match the function's type exactly, but
+	 * converts to the type's without a function (an untyped literal, a
+	 * snowflake for a bigint), is taken for a cast to it, and a domain's
+	 * CHECK runs with the caller's rights.  Tables and views make row types
+	 * of their names too.
+	 */
+	foreach(lc, mine)
+	{
+		SfGuardObject *m = lfirst(lc);
+		HeapTuple	tup = SearchSysCache2(TYPENAMENSP, CStringGetDatum(m->name), ObjectIdGetDatum(nsp));
+
+		if (HeapTupleIsValid(tup))
+		{
+			bool		lookalike = TransactionIdIsCurrentTransactionId(HeapTupleHeaderGetXmin(tup->t_data)) &&
+				getExtensionOfObject(TypeRelationId, ((Form_pg_type) GETSTRUCT(tup))->oid) != ext;
+
+			ReleaseSysCache(tup);
+			if (lookalike)
+				return m->name;
+		}
+	}
 	return NULL;
 }
 
@@ -319,7 +344,7 @@ snowflake_schema_guard_end(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_DUPLICATE_FUNCTION),
 				 errmsg("cannot have \"%s\" in schema \"%s\": extension snowflake has a function of that name there", lookalike, name),
-				 errdetail("A call of the extension's by that name could pick it, or find the call ambiguous, and run it with the caller's rights."),
+				 errdetail("A call of the extension's by that name could pick it (a function), or be taken for a cast to it (a type, a table's or a view's row type), and run it with the caller's rights, or find the call ambiguous."),
 				 errhint("Name it otherwise, or put it in another schema.")));
 	PG_RETURN_VOID();
 }

@@ -1185,23 +1185,11 @@ sf_mark_write(int64 target, bool wait, bool by_writer)
 	bool		import_done = false;
 	bool		published = false;
 	XLogRecPtr	lsn = InvalidXLogRecPtr;
-	char		sync_before[SF_SYNC_NAMES_LEN];
-	SfSyncChange sync_kind;
 
 	if (wait)
 		LWLockAcquire(sf_shared->lock, LW_EXCLUSIVE);
 	else if (!LWLockConditionalAcquire(sf_shared->lock, LW_EXCLUSIVE))
 		return false;
-
-	/* A caller with no writer running takes in a new synchronous_standby_names too. */
-	sync_kind = sf_mark_sync_check_locked(sync_before);
-	if (sync_kind != SF_SYNC_NONE)
-	{
-		LWLockRelease(sf_shared->lock);
-		sf_mark_sync_log(sync_kind, sync_before);
-		ConditionVariableBroadcast(&sf_shared->mark_cv);
-		return true;
-	}
 
 	/*
 	 * One unconfirmed mark at a time: while the synchronous standbys have not

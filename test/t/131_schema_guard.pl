@@ -271,6 +271,32 @@ is($node->safe_psql('app5', q{SELECT count(*) FROM pg_proc WHERE proname = 'snow
 ($ret, $out, $err) = $node->psql('app5', 'CREATE TYPE public.some_range AS RANGE (subtype = text)', extra_params => [ '-U', 'alice' ]);
 is($ret, 0, 'R19 F2: a range type of another name is made as before') or diag($err);
 
+# Round 21: a domain public.snowflake_timestamp (or public.snowflake_min_id): a call whose argument
+# does not match the function's type exactly (a snowflake for its bigint, an untyped literal) was
+# taken for a cast to the domain, whose CHECK ran as the superuser; and a leftover one made the
+# migration fail inside.  Types named like the extension's functions are refused at creation
+# (tables and views too: their row types have their names), and the superuser's functions refuse
+# one made earlier.
+for my $sql ('CREATE DOMAIN public.snowflake_timestamp AS bigint CHECK (VALUE > 0)',
+	'CREATE DOMAIN public.snowflake_min_id AS text',
+	'CREATE TABLE public.snowflake_decode (x int)',
+	'CREATE VIEW public.snowflake_format AS SELECT 1 AS x',
+	'CREATE DOMAIN public.d21 AS bigint; ALTER DOMAIN public.d21 RENAME TO snowflake_timestamp')
+{
+	($ret, $out, $err) = $node->psql('app5', $sql, extra_params => [ '-U', 'alice' ]);
+	like($err, qr/ERROR:  cannot have "snowflake_(timestamp|min_id|decode|format)" in schema "public": extension snowflake has a function of that name there/,
+		"R21: $sql: refused");
+}
+is($node->safe_psql('app5', q{SELECT count(*) FROM pg_type WHERE typnamespace = 'public'::regnamespace AND typname IN ('snowflake_timestamp', 'snowflake_min_id', 'snowflake_decode', 'snowflake_format')}),
+	'0', 'R21: none of those types was made');
+$node->safe_psql('app5', 'ALTER EVENT TRIGGER snowflake_schema_guard_end DISABLE');
+$node->safe_psql('app5', 'CREATE DOMAIN public.snowflake_timestamp AS bigint', extra_params => [ '-U', 'alice' ]);
+$node->safe_psql('app5', 'ALTER EVENT TRIGGER snowflake_schema_guard_end ENABLE');
+($ret, $out, $err) = $node->psql('app5', 'SELECT pg_catalog.snowflake_check_schema()');
+like($err, qr/ERROR:  schema public holds a type snowflake_timestamp named like a function of extension snowflake/,
+	'R21: one made while the trigger was disabled: the superuser\'s functions refuse');
+$node->safe_psql('app5', 'DROP DOMAIN public.snowflake_timestamp');
+
 # DROP EXTENSION still works (the trigger goes with it), and the schema is then the owner's again.
 $node->safe_psql('app', 'DROP TABLE public.orders; DROP EXTENSION snowflake');
 ($ret, $out, $err) = alice('ALTER SCHEMA public RENAME TO public_; ALTER SCHEMA public_ RENAME TO public');

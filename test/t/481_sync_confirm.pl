@@ -166,7 +166,7 @@ sub new_session_call
 
 # 3b. Round 19: the change taken in where no writer saw the reload.  The link stalls under
 # asynchronous replication; then, with the postmaster stopped and no writer running, the setting
-# comes to name the standby.  (a) A session that needs a new mark takes the change in: from then
+# comes to name the standby.  (a) A session that took in the reload takes the change in: from then
 # on not even an ID below the published mark is returned.  (b) A writer started after the change
 # (it never gets the reload) takes it in at its first look.  Before, only a writer's own reload
 # compared the setting with what it had before.
