@@ -30,6 +30,7 @@
 #include "catalog/indexing.h"
 #include "catalog/dependency.h"
 #include "catalog/namespace.h"
+#include "catalog/pg_depend.h"
 #include "catalog/pg_extension.h"
 #include "catalog/pg_namespace.h"
 #include "catalog/pg_operator.h"
@@ -44,6 +45,7 @@
 #include "nodes/parsenodes.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
+#include "utils/catcache.h"
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/syscache.h"
@@ -251,62 +253,95 @@ sf_guard_objects(Oid nsp)
 static char *
 sf_guard_lookalike(Oid ext, Oid nsp)
 {
-	List	   *objs = sf_guard_objects(nsp);
-	List	   *mine = NIL;
-	List	   *others = NIL;
+	List	   *own = NIL;		/* the extension's functions */
+	List	   *names = NIL;	/* their names in nsp, each once */
+	Relation	rel;
+	ScanKeyData key[2];
+	SysScanDesc scan;
+	HeapTuple	tup;
 	ListCell   *lc;
 
-	foreach(lc, objs)
+	/* Looked up by name, not by scanning pg_proc: this runs at the end of every DDL command. */
+	rel = table_open(DependRelationId, AccessShareLock);
+	ScanKeyInit(&key[0], Anum_pg_depend_refclassid, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(ExtensionRelationId));
+	ScanKeyInit(&key[1], Anum_pg_depend_refobjid, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(ext));
+	scan = systable_beginscan(rel, DependReferenceIndexId, true, NULL, 2, key);
+	while (HeapTupleIsValid(tup = systable_getnext(scan)))
 	{
-		SfGuardObject *o = lfirst(lc);
+		Form_pg_depend dep = (Form_pg_depend) GETSTRUCT(tup);
+
+		if (dep->classid == ProcedureRelationId && dep->deptype == DEPENDENCY_EXTENSION)
+			own = lappend_oid(own, dep->objid);
+	}
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+
+	foreach(lc, own)
+	{
+		HeapTuple	ptup = SearchSysCache1(PROCOID, ObjectIdGetDatum(lfirst_oid(lc)));
+		ListCell   *nc;
+		bool		seen = false;
+		char	   *name;
+
+		if (!HeapTupleIsValid(ptup))
+			continue;
+		if (((Form_pg_proc) GETSTRUCT(ptup))->pronamespace != nsp)
+		{
+			ReleaseSysCache(ptup);
+			continue;
+		}
+		name = pstrdup(NameStr(((Form_pg_proc) GETSTRUCT(ptup))->proname));
+		ReleaseSysCache(ptup);
+		foreach(nc, names)
+			if (strcmp((char *) lfirst(nc), name) == 0)
+				seen = true;
+		if (!seen)
+			names = lappend(names, name);
+	}
+
+	foreach(lc, names)
+	{
+		char	   *name = lfirst(lc);
+		CatCList   *list = SearchSysCacheList1(PROCNAMEARGSNSP, CStringGetDatum(name));
+		bool		lookalike = false;
 
 		/*
-		 * Functions only: an operator is found by its operands' types too, and
-		 * the extension names its own only for its type's operands; the
-		 * migration's check (sf_guard_after) still counts operators.
+		 * A function of that name that is not the extension's and that this
+		 * transaction made or changed: a look-alike, or an overload a call
+		 * by that name may pick or find ambiguous.  (Functions only: an
+		 * operator is found by its operands' types too; the migration's
+		 * check, sf_guard_after, still counts operators.)
 		 */
-		if (o->catalog != ProcedureRelationId)
-			continue;
-		if (getExtensionOfObject(o->catalog, o->oid) == ext)
-			mine = lappend(mine, o);
-		else if (o->written_here)
-			others = lappend(others, o);
-	}
-	foreach(lc, others)
-	{
-		SfGuardObject *o = lfirst(lc);
-		ListCell   *mc;
-
-		foreach(mc, mine)
+		for (int i = 0; i < list->n_members && !lookalike; i++)
 		{
-			SfGuardObject *m = lfirst(mc);
+			HeapTuple	ftup = &list->members[i]->tuple;
+			Form_pg_proc proc = (Form_pg_proc) GETSTRUCT(ftup);
 
-			if (strcmp(m->name, o->name) == 0)
-				return o->name;
+			lookalike = proc->pronamespace == nsp && !list_member_oid(own, proc->oid) &&
+				TransactionIdIsCurrentTransactionId(HeapTupleHeaderGetXmin(ftup->t_data));
 		}
-	}
+		ReleaseSysCacheList(list);
+		if (lookalike)
+			return name;
 
-	/*
-	 * A type of that name (round 21: a domain public.snowflake_timestamp):
-	 * a call whose argument does not match the function's type exactly, but
-	 * converts to the type's without a function (an untyped literal, a
-	 * snowflake for a bigint), is taken for a cast to it, and a domain's
-	 * CHECK runs with the caller's rights.  Tables and views make row types
-	 * of their names too.
-	 */
-	foreach(lc, mine)
-	{
-		SfGuardObject *m = lfirst(lc);
-		HeapTuple	tup = SearchSysCache2(TYPENAMENSP, CStringGetDatum(m->name), ObjectIdGetDatum(nsp));
-
+		/*
+		 * A type of that name (round 21: a domain public.snowflake_timestamp):
+		 * a call whose argument does not match the function's type exactly,
+		 * but converts to the type's without a function (an untyped literal,
+		 * a snowflake for a bigint), is taken for a cast to it, and a
+		 * domain's CHECK runs with the caller's rights.  Tables and views
+		 * make row types of their names too.
+		 */
+		tup = SearchSysCache2(TYPENAMENSP, CStringGetDatum(name), ObjectIdGetDatum(nsp));
 		if (HeapTupleIsValid(tup))
 		{
-			bool		lookalike = TransactionIdIsCurrentTransactionId(HeapTupleHeaderGetXmin(tup->t_data)) &&
+			lookalike = TransactionIdIsCurrentTransactionId(HeapTupleHeaderGetXmin(tup->t_data)) &&
 				getExtensionOfObject(TypeRelationId, ((Form_pg_type) GETSTRUCT(tup))->oid) != ext;
-
 			ReleaseSysCache(tup);
 			if (lookalike)
-				return m->name;
+				return name;
 		}
 	}
 	return NULL;
