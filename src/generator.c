@@ -628,7 +628,7 @@ sf_reserve(int node, int64 count, const char *caller)
 		 * was not confirmed under (round 19, F1): wait until it is, within the
 		 * same budget.
 		 */
-		if (unlikely(!sf_mark_sync_current()))
+		if (unlikely(!sf_mark_sync_current(now_ns)))
 		{
 			if (deadline == 0)
 				deadline = sf_mono_ns() + (int64) sf_max_wait_ms * SF_NS_PER_MS;

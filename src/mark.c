@@ -931,7 +931,8 @@ sf_mark_publish_locked(void)
 		return false;
 	/* Readers must never see the new mark before the file, and the standbys, hold it. */
 	pg_write_barrier();
-	sf_shared->published_lsn = sf_shared->unconfirmed_lsn;
+	pg_atomic_write_u64(&sf_shared->published_lsn, sf_shared->unconfirmed_lsn);
+	pg_atomic_write_u64(&sf_shared->sync_checked, (uint64) sf_wall_ns());
 	pg_atomic_write_u64(&sf_shared->reserved, tick);
 	pg_atomic_write_u64(&sf_shared->confirm_started, 0);
 	return true;
@@ -1013,8 +1014,11 @@ sf_mark_sync_check_locked(char *before)
 		 */
 		if (now[0] == '\0' || max_wal_senders == 0 ||
 			pg_atomic_read_u64(&sf_shared->reserved) <= sf_shared->floor ||
-			sf_syncrep_confirmed(sf_shared->published_lsn))
+			sf_syncrep_confirmed(pg_atomic_read_u64(&sf_shared->published_lsn)))
+		{
+			pg_atomic_write_u64(&sf_shared->sync_checked, (uint64) sf_wall_ns());
 			return SF_SYNC_NONE;
+		}
 		kind = SF_SYNC_STANDBYS;
 		strlcpy(before, now, SF_SYNC_NAMES_LEN);
 	}
@@ -1034,6 +1038,8 @@ sf_mark_sync_check_locked(char *before)
 		kind = SF_SYNC_NONE;
 	else
 		pg_atomic_write_u64(&sf_shared->reserved, sf_shared->floor);
+	/* Nothing is issued beyond the floor until they confirm: that is current too. */
+	pg_atomic_write_u64(&sf_shared->sync_checked, (uint64) sf_wall_ns());
 	(void) sf_mark_await_locked(held, lsn);
 	return kind;
 }
@@ -1061,20 +1067,53 @@ sf_mark_sync_log(SfSyncChange kind, const char *before)
  * not taken in the reload yet go on as the writer says.
  */
 TimestampTz sf_sync_seen_reload = 0;
+bool		sf_sync_named = false;	/* as of sf_sync_seen_reload: standbys named */
 
 bool
 sf_mark_sync_recheck(void)
 {
-	if (pg_atomic_read_u32(&sf_shared->sync_names_hash) != sf_sync_names_hash(sf_sync_names_now()))
+	const char *names = sf_sync_names_now();
+
+	if (pg_atomic_read_u32(&sf_shared->sync_names_hash) != sf_sync_names_hash(names))
 		return false;
 	sf_sync_seen_reload = PgReloadTime;
+	sf_sync_named = names[0] != '\0' && max_wal_senders > 0;
+	return true;
+}
+
+/*
+ * A session, on the generation path with synchronous standbys named, when
+ * nobody has found the record of the published mark on the synchronous
+ * standbys of now for SF_SYNC_STALE_MS (sf_mark_sync_current): whether it is
+ * on them now (round 21 of the outside attack: with the writer not running,
+ * stopped or starved, FIRST 1 (a, b) lost a and sessions went on issuing a
+ * reservation only a had; the promoted b issued 438,112 of those IDs again).
+ * The writer looks every SF_SYNC_LOOK_MS, so sessions look only when it did
+ * not.  Without the lock: the mark was published, with its record, before
+ * reserved was raised to it.  false: the caller takes the change in
+ * (sf_mark_sync_await).
+ */
+bool
+sf_mark_sync_look(int64 now_ns)
+{
+	if (pg_atomic_read_u64(&sf_shared->reserved) > sf_shared->floor)
+	{
+		XLogRecPtr	published;
+
+		pg_read_barrier();
+		published = pg_atomic_read_u64(&sf_shared->published_lsn);
+		if (!sf_syncrep_confirmed(published))
+			return false;
+	}
+	pg_atomic_write_u64(&sf_shared->sync_checked, (uint64) now_ns);
 	return true;
 }
 
 /*
  * Wait, until deadline (monotonic ns), for the reservation to be confirmed
- * under this session's synchronous_standby_names: take the change in at once
- * when the lock is free, else wait for the writer (its write may be stalled).
+ * under this session's synchronous_standby_names, and on the synchronous
+ * standbys of now (sf_mark_sync_current): take the change in at once when the
+ * lock is free, else wait for the writer (its write may be stalled).
  */
 bool
 sf_mark_sync_await(int64 deadline)
@@ -1083,7 +1122,7 @@ sf_mark_sync_await(int64 deadline)
 
 	for (;;)
 	{
-		if (sf_mark_sync_recheck())
+		if (sf_mark_sync_current(sf_wall_ns()))
 		{
 			ok = true;
 			break;
@@ -1096,7 +1135,7 @@ sf_mark_sync_await(int64 deadline)
 			LWLockRelease(sf_shared->lock);
 			sf_mark_sync_log(kind, before);
 			ConditionVariableBroadcast(&sf_shared->mark_cv);
-			if (sf_mark_sync_recheck())
+			if (sf_mark_sync_current(sf_wall_ns()))
 			{
 				ok = true;
 				break;

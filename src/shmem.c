@@ -67,6 +67,8 @@ sf_shmem_init(void)
 	pg_atomic_init_u64(&sf_shared->write_started, 0);
 	pg_atomic_init_u64(&sf_shared->unconfirmed, 0);
 	pg_atomic_init_u64(&sf_shared->confirm_started, 0);
+	pg_atomic_init_u64(&sf_shared->published_lsn, InvalidXLogRecPtr);
+	pg_atomic_init_u64(&sf_shared->sync_checked, 0);
 	pg_atomic_init_u64(&sf_shared->write_slow_ns, 0);
 	pg_atomic_init_u64(&sf_shared->writes, 0);
 	pg_atomic_init_u64(&sf_shared->write_failures, 0);

@@ -99,6 +99,7 @@ extern int	sf_max_clock_jump_ms;
 #define SF_MAX_N			10000000	/* snowflake_next_n's bound */
 #define SF_SYNC_NAMES_LEN	256		/* synchronous_standby_names kept for the log */
 #define SF_SYNC_LOOK_MS		10		/* the writer's longest sleep with synchronous standbys named */
+#define SF_SYNC_STALE_MS	20		/* a session looks itself when the last look is older */
 #define SF_MAX_CLOCK_JUMP_DEFAULT	60000	/* snowflake.max_clock_jump_ms, 1 minute */
 #define SF_REFUSAL_STREAK	10			/* consecutive refusals that make an alert */
 
@@ -192,7 +193,15 @@ typedef struct SnowflakeShared
 	 */
 	pg_atomic_uint32 sync_names_hash;
 	char		sync_names[SF_SYNC_NAMES_LEN];
-	XLogRecPtr	published_lsn;	/* the record of the mark reserved holds (under the lock) */
+	pg_atomic_uint64 published_lsn;	/* the record of the mark reserved holds (written under the lock) */
+	/*
+	 * Wall-clock ns the record of the published mark was last found on the
+	 * synchronous standbys of then (or generation held for them): by the
+	 * writer at its looks, by a session that found it old (round 21: a
+	 * writer that did not run let sessions issue a reservation only a dead
+	 * standby had).
+	 */
+	pg_atomic_uint64 sync_checked;
 	pg_atomic_uint64 write_slow_ns;	/* recent slowest write, decaying */
 	pg_atomic_uint64 writes;	/* write attempts, done */
 	pg_atomic_uint64 write_failures;	/* of which failed */
@@ -447,18 +456,29 @@ extern void sf_mark_publish_node(void);
 extern void sf_mark_sync_startup(SnowflakeShared *shared);
 extern void sf_mark_sync_check(void);
 extern TimestampTz sf_sync_seen_reload;
+extern bool sf_sync_named;
 extern bool sf_mark_sync_recheck(void);
+extern bool sf_mark_sync_look(int64 now_ns);
 extern bool sf_mark_sync_await(int64 deadline);
 
 /*
- * Generation path: whether the reservation was confirmed under the
- * synchronous_standby_names this session has (one comparison until the
- * session takes in a reload; round 19, F1).
+ * Generation path, now_ns the wall clock it read: whether the reservation was
+ * confirmed under the synchronous_standby_names this session has (one
+ * comparison until the session takes in a reload; round 19, F1), and, with
+ * standbys named, was found on the synchronous standbys of now within
+ * SF_SYNC_STALE_MS (one atomic read; round 21).  A clock that went back since
+ * the last look makes the difference negative, so huge here: a look too.
  */
 static inline bool
-sf_mark_sync_current(void)
+sf_mark_sync_current(int64 now_ns)
 {
-	return likely(PgReloadTime == sf_sync_seen_reload) || sf_mark_sync_recheck();
+	if (unlikely(PgReloadTime != sf_sync_seen_reload) && !sf_mark_sync_recheck())
+		return false;
+	if (likely(!sf_sync_named))
+		return true;
+	return likely((uint64) (now_ns - (int64) pg_atomic_read_u64(&sf_shared->sync_checked)) <
+				  (uint64) SF_SYNC_STALE_MS * SF_NS_PER_MS) ||
+		sf_mark_sync_look(now_ns);
 }
 extern void sf_mark_observe_upstream(void);
 extern int64 sf_mark_margin_ms(void);

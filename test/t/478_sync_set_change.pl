@@ -66,14 +66,7 @@ for (1 .. 5)
 is(scalar(@late), 0, 'from then on, not one ID is returned while b has not flushed the mark');
 
 # The postmaster first (the stopped WAL sender never sends again), then the WAL sender.
-my @pids = split /\n/, $p->query('SELECT pid FROM pg_stat_activity');
-$p->node->kill9;
-kill 'KILL', $wb;
-for (1 .. 300)
-{
-	last unless grep { kill(0, $_) } @pids;
-	usleep(100_000);
-}
+$p->kill9($wb);
 $sb->set_clock_ms(-60_000);
 $sb->promote;
 my $min_after = $sb->query('SELECT min(x) FROM snowflake_next_n(100000) x');

@@ -261,14 +261,7 @@ my $big_high = until_refused('synchronous_standby_names set while the link stall
 is($big_high, undef, 'nor any snowflake_next_n()');
 $high = $big_high if defined $big_high && $big_high > $high;
 # The postmaster first (the stopped WAL sender never sends again), then the WAL sender.
-my @pids = split /\n/, $p->query('SELECT pid FROM pg_stat_activity');
-$p->node->kill9;
-kill 'KILL', $ws;
-for (1 .. 300)
-{
-	last unless grep { kill(0, $_) } @pids;
-	usleep(100_000);
-}
+$p->kill9($ws);
 
 # The standby's clock is a minute behind the primary's IDs: only the adopted
 # mark keeps it above them.

@@ -230,14 +230,17 @@ sub wait_witness
 	return 1;
 }
 
-# SIGKILL to the postmaster; returns once every server process that was there
-# has exited (so that a new start does not find the old shared memory in use),
-# or after 30 s (the caller checks what must be gone).
+# SIGKILL to the postmaster, then to @also (processes the test stopped, such as
+# a SIGSTOPped WAL sender, which must not send again once the postmaster is
+# gone); returns once every server process that was there has exited (so that
+# a new start does not find the old shared memory in use), or after 30 s (the
+# caller checks what must be gone).
 sub kill9
 {
-	my ($self) = @_;
+	my ($self, @also) = @_;
 	my @pids = split /\n/, $self->query('SELECT pid FROM pg_stat_activity');
 	$self->{node}->kill9;
+	kill 'KILL', @also if @also;
 	for (1 .. 300)
 	{
 		return unless grep { kill(0, $_) } @pids;
