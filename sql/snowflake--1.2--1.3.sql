@@ -63,45 +63,39 @@ DECLARE
     now_named name := (SELECT n.nspname FROM pg_catalog.pg_extension e JOIN pg_catalog.pg_namespace n ON n.oid = e.extnamespace
                        WHERE e.extname = 'snowflake');
     created text := (pg_catalog.parse_ident('@extschema@'))[1];
-    lookalike text := (SELECT o.proname::text
-                       FROM pg_catalog.pg_extension e
-                       JOIN pg_catalog.pg_proc o ON o.pronamespace = e.extnamespace
-                       WHERE e.extname = 'snowflake'
-                         AND NOT EXISTS (SELECT FROM pg_catalog.pg_depend d
-                                         WHERE d.classid = 'pg_catalog.pg_proc'::pg_catalog.regclass AND d.objid = o.oid
-                                           AND d.refclassid = 'pg_catalog.pg_extension'::pg_catalog.regclass
-                                           AND d.refobjid = e.oid AND d.deptype = 'e')
-                         AND EXISTS (SELECT FROM pg_catalog.pg_proc m JOIN pg_catalog.pg_depend d
-                                       ON d.classid = 'pg_catalog.pg_proc'::pg_catalog.regclass AND d.objid = m.oid
-                                      AND d.refclassid = 'pg_catalog.pg_extension'::pg_catalog.regclass
-                                      AND d.refobjid = e.oid AND d.deptype = 'e'
-                                     WHERE m.pronamespace = e.extnamespace AND m.proname = o.proname)
-                       LIMIT 1);
-    -- round 21: a type named like one of its functions (a call becomes a cast to it)
-    type_lookalike text := (SELECT t.typname::text
-                       FROM pg_catalog.pg_extension e
-                       JOIN pg_catalog.pg_type t ON t.typnamespace = e.extnamespace
-                       WHERE e.extname = 'snowflake'
-                         AND NOT EXISTS (SELECT FROM pg_catalog.pg_depend d
-                                         WHERE d.classid = 'pg_catalog.pg_type'::pg_catalog.regclass AND d.objid = t.oid
-                                           AND d.refclassid = 'pg_catalog.pg_extension'::pg_catalog.regclass
-                                           AND d.refobjid = e.oid AND d.deptype = 'e')
-                         AND EXISTS (SELECT FROM pg_catalog.pg_proc m JOIN pg_catalog.pg_depend d
-                                       ON d.classid = 'pg_catalog.pg_proc'::pg_catalog.regclass AND d.objid = m.oid
-                                      AND d.refclassid = 'pg_catalog.pg_extension'::pg_catalog.regclass
-                                      AND d.refobjid = e.oid AND d.deptype = 'e'
-                                     WHERE m.pronamespace = e.extnamespace AND m.proname = t.typname)
-                       LIMIT 1);
+    -- In its schema, a function that is not the extension's but has the name of one of its own
+    -- (an overload a call by that name may pick), or a type of such a name (round 21: a call
+    -- becomes a cast to it); a type first.
+    lookalike record;
 BEGIN
     PERFORM pg_catalog.snowflake_check_schema_member();
-    IF type_lookalike IS NOT NULL THEN
-        RAISE EXCEPTION 'schema % holds a type % named like a function of extension snowflake', pg_catalog.quote_ident(now_named), pg_catalog.quote_ident(type_lookalike)
+    SELECT l.kind, l.name::text AS name INTO lookalike
+    FROM pg_catalog.pg_extension e
+    CROSS JOIN LATERAL (SELECT 'type' AS kind, t.typname AS name, t.oid, 'pg_catalog.pg_type'::pg_catalog.regclass AS catalog
+                        FROM pg_catalog.pg_type t WHERE t.typnamespace = e.extnamespace
+                        UNION ALL
+                        SELECT 'function', o.proname, o.oid, 'pg_catalog.pg_proc'::pg_catalog.regclass
+                        FROM pg_catalog.pg_proc o WHERE o.pronamespace = e.extnamespace) l
+    WHERE e.extname = 'snowflake'
+      AND NOT EXISTS (SELECT FROM pg_catalog.pg_depend d
+                      WHERE d.classid = l.catalog AND d.objid = l.oid
+                        AND d.refclassid = 'pg_catalog.pg_extension'::pg_catalog.regclass
+                        AND d.refobjid = e.oid AND d.deptype = 'e')
+      AND EXISTS (SELECT FROM pg_catalog.pg_proc m JOIN pg_catalog.pg_depend d
+                    ON d.classid = 'pg_catalog.pg_proc'::pg_catalog.regclass AND d.objid = m.oid
+                   AND d.refclassid = 'pg_catalog.pg_extension'::pg_catalog.regclass
+                   AND d.refobjid = e.oid AND d.deptype = 'e'
+                  WHERE m.pronamespace = e.extnamespace AND m.proname = l.name)
+    ORDER BY l.kind DESC
+    LIMIT 1;
+    IF lookalike.kind = 'type' THEN
+        RAISE EXCEPTION 'schema % holds a type % named like a function of extension snowflake', pg_catalog.quote_ident(now_named), pg_catalog.quote_ident(lookalike.name)
             USING ERRCODE = 'duplicate_object',
                   DETAIL = 'A call of the function whose argument does not match its type exactly is taken for a cast to that type (a domain''s CHECK runs with the caller''s rights).',
                   HINT = 'Drop it, rename it or move it to another schema (a table or view too: its row type has its name), then call again.';
     END IF;
-    IF lookalike IS NOT NULL THEN
-        RAISE EXCEPTION 'schema % holds a function % that is not extension snowflake''s', pg_catalog.quote_ident(now_named), pg_catalog.quote_ident(lookalike)
+    IF lookalike.kind = 'function' THEN
+        RAISE EXCEPTION 'schema % holds a function % that is not extension snowflake''s', pg_catalog.quote_ident(now_named), pg_catalog.quote_ident(lookalike.name)
             USING ERRCODE = 'duplicate_function',
                   DETAIL = 'The extension''s functions call each other by name: an overload of that name could be picked, with the caller''s rights, or make the call ambiguous.',
                   HINT = 'Rename it or move it to another schema, then call again.';
