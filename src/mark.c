@@ -1088,8 +1088,9 @@ sf_mark_sync_recheck(void)
  * on them now (round 21 of the outside attack: with the writer not running,
  * stopped or starved, FIRST 1 (a, b) lost a and sessions went on issuing a
  * reservation only a had; the promoted b issued 438,112 of those IDs again).
- * The writer looks every SF_SYNC_LOOK_MS, so sessions look only when it did
- * not.  Without the lock: the mark was published, with its record, before
+ * The writer looks every SF_SYNC_LOOK_MS (100 ms); sessions, when nobody has
+ * for SF_SYNC_STALE_MS (20 ms), which bounds how long a change goes unseen
+ * while IDs are issued.  Without the lock: the mark was published, with its record, before
  * reserved was raised to it.  false: the caller takes the change in
  * (sf_mark_sync_await).
  */
@@ -1152,8 +1153,8 @@ sf_mark_sync_await(int64 deadline)
 }
 
 /*
- * The reservation writer, at every look (every 10 ms while standbys are
- * named): take in a change of synchronous_standby_names, or of the standbys
+ * The reservation writer, at every look (every SF_SYNC_LOOK_MS while
+ * standbys are named): take in a change of synchronous_standby_names, or of the standbys
  * it chooses (sf_mark_sync_check_locked).  With none named, one atomic read
  * and a hash of the setting; with some, also a look at the WAL senders,
  * under the lock.

@@ -98,7 +98,7 @@ extern int	sf_max_clock_jump_ms;
 #define SF_MAX_LEAD_LIMIT	3600000		/* 1 hour */
 #define SF_MAX_N			10000000	/* snowflake_next_n's bound */
 #define SF_SYNC_NAMES_LEN	256		/* synchronous_standby_names kept for the log */
-#define SF_SYNC_LOOK_MS		10		/* the writer's longest sleep with synchronous standbys named */
+#define SF_SYNC_LOOK_MS		100		/* the writer's longest sleep with synchronous standbys named */
 #define SF_SYNC_STALE_MS	20		/* a session looks itself when the last look is older */
 #define SF_MAX_CLOCK_JUMP_DEFAULT	60000	/* snowflake.max_clock_jump_ms, 1 minute */
 #define SF_REFUSAL_STREAK	10			/* consecutive refusals that make an alert */

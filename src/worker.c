@@ -90,7 +90,12 @@ snowflake_worker_main(Datum main_arg)
 		sf_mark_sync_check();
 
 		sleep_ms = sf_mark_writer_step(woken);
-		/* With synchronous standbys, look often: the set of them may change without a reload. */
+		/*
+		 * With synchronous standbys, look now and then: the set of them may
+		 * change without a reload.  Sessions look too when nobody has for
+		 * SF_SYNC_STALE_MS (that is the bound); this look holds generation
+		 * ahead of them, and costs an idle server little.
+		 */
 		if (SyncRepStandbyNames != NULL && SyncRepStandbyNames[0] != '\0' && sleep_ms > SF_SYNC_LOOK_MS)
 			sleep_ms = SF_SYNC_LOOK_MS;
 		if (sleep_ms > 0)

@@ -297,6 +297,28 @@ like($err, qr/ERROR:  schema public holds a type snowflake_timestamp named like 
 	'R21: one made while the trigger was disabled: the superuser\'s functions refuse');
 $node->safe_psql('app5', 'DROP DOMAIN public.snowflake_timestamp');
 
+# Round 22: ALTER INDEX ... RENAME renames a table, a view or a materialized view too (its tag was
+# not in the trigger's list), and EXPLAIN ANALYZE of CREATE TABLE AS or CREATE MATERIALIZED VIEW
+# raises no event-trigger event at all: the owner got row types of the extension's function names
+# into public, and the superuser's functions refused from then on (42710).  Now the trigger fires
+# on every command, and the preloaded library checks after EXPLAIN of those two.
+for my $sql ('CREATE TABLE public.x22 (a int); ALTER INDEX public.x22 RENAME TO snowflake_timestamp',
+	'CREATE VIEW public.v22 AS SELECT 1 AS a; ALTER INDEX public.v22 RENAME TO snowflake_format',
+	'CREATE MATERIALIZED VIEW public.m22 AS SELECT 1 AS a; ALTER INDEX public.m22 RENAME TO snowflake_datacenter_id',
+	'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) CREATE TABLE public.snowflake_next_n AS SELECT 1 AS a',
+	'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) CREATE MATERIALIZED VIEW public.snowflake_min_id AS SELECT 1 AS a',
+	q{DO $$ BEGIN EXECUTE 'EXPLAIN ANALYZE SELECT 1 AS a INTO public.snowflake_max_id'; END $$})
+{
+	($ret, $out, $err) = $node->psql('app5', $sql, extra_params => [ '-U', 'alice' ]);
+	like($err, qr/ERROR:  cannot have "snowflake_(timestamp|format|datacenter_id|next_n|min_id|max_id)" in schema "public": extension snowflake has a function of that name there/,
+		"R22: $sql: refused");
+}
+is($node->safe_psql('app5', q{SELECT count(*) FROM pg_type WHERE typnamespace = 'public'::regnamespace AND typname IN ('snowflake_timestamp', 'snowflake_format', 'snowflake_datacenter_id', 'snowflake_next_n', 'snowflake_min_id', 'snowflake_max_id')}),
+	'0', 'R22: none of those row types was made');
+is($node->safe_psql('app5', q{EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) CREATE TABLE public.t22 AS SELECT 1 AS a; SELECT count(*) FROM public.t22}, extra_params => [ '-U', 'alice' ]),
+	"Result (actual rows=1 loops=1)\n1", 'R22: EXPLAIN ANALYZE of CREATE TABLE AS of another name works as before');
+$node->safe_psql('app5', 'SELECT pg_catalog.snowflake_check_schema()');
+
 # DROP EXTENSION still works (the trigger goes with it), and the schema is then the owner's again.
 $node->safe_psql('app', 'DROP TABLE public.orders; DROP EXTENSION snowflake');
 ($ret, $out, $err) = alice('ALTER SCHEMA public RENAME TO public_; ALTER SCHEMA public_ RENAME TO public');

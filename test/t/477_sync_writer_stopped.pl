@@ -1,7 +1,7 @@
 # 477_sync_writer_stopped.pl: FIRST 1 (a, b) loses a while the reservation writer does not run
 # (outside attack on issue 19, round 21).
 #
-# 478 covers the change of synchronous standbys with the writer running: it looks every 10 ms and
+# 478 covers the change of synchronous standbys with the writer running: it looks every 100 ms, and
 # holds generation.  With the writer SIGSTOPped (or starved) nothing looked, and sessions went on
 # issuing a reservation of 10 s whose record only a had: the promoted b issued 438,112 of those IDs
 # again.  Now a session looks itself when nobody has found the published mark's record on the

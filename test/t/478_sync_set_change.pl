@@ -5,8 +5,9 @@
 # a had flushed, so the reservation a had confirmed went on being issued although b, synchronous
 # now, did not have its record; promoted after the primary's death, its clock behind, b issued
 # those IDs again (20,000 to 34,000 of them).  Now the reservation must be on the synchronous
-# standbys of now: the writer looks every 10 ms and, finding the record of the published mark not
-# on them, holds generation until they have a new record of it (logged).  Here b's link stalls
+# standbys of now: the writer looks every 100 ms (sessions every 20 ms) and, finding the record of
+# the published mark not on them, holds generation until they have a new record of it (logged).
+# Here b's link stalls
 # (its WAL sender SIGSTOPped), a stops, and not one ID is returned; then the primary is killed and b
 # is promoted with its clock a minute behind: its IDs lie above those both standbys had.
 use strict;
