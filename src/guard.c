@@ -40,6 +40,7 @@
 #include "commands/event_trigger.h"
 #include "commands/extension.h"
 #include "storage/lmgr.h"
+#include "tcop/cmdtag.h"
 #include "tcop/utility.h"
 #include "fmgr.h"
 #include "nodes/parsenodes.h"
@@ -248,10 +249,11 @@ sf_guard_objects(Oid nsp)
  * there (older ones do not stop unrelated DDL, such as moving them out:
  * pg_catalog.snowflake_check_schema() refuses calls while they are there): a look-alike, or
  * an overload a call by that name may pick (with a type that matches better)
- * or find ambiguous.  Returns its name, or NULL.
+ * or find ambiguous; any: made or changed by anyone, committed (the catalog
+ * snapshot).  Returns its name, or NULL.
  */
 static char *
-sf_guard_lookalike(Oid ext, Oid nsp)
+sf_guard_lookalike(Oid ext, Oid nsp, bool any)
 {
 	List	   *own = NIL;		/* the extension's functions */
 	List	   *names = NIL;	/* their names in nsp, each once */
@@ -320,7 +322,7 @@ sf_guard_lookalike(Oid ext, Oid nsp)
 			Form_pg_proc proc = (Form_pg_proc) GETSTRUCT(ftup);
 
 			lookalike = proc->pronamespace == nsp && !list_member_oid(own, proc->oid) &&
-				TransactionIdIsCurrentTransactionId(HeapTupleHeaderGetXmin(ftup->t_data));
+				(any || TransactionIdIsCurrentTransactionId(HeapTupleHeaderGetXmin(ftup->t_data)));
 		}
 		ReleaseSysCacheList(list);
 		if (lookalike)
@@ -337,7 +339,7 @@ sf_guard_lookalike(Oid ext, Oid nsp)
 		tup = SearchSysCache2(TYPENAMENSP, CStringGetDatum(name), ObjectIdGetDatum(nsp));
 		if (HeapTupleIsValid(tup))
 		{
-			lookalike = TransactionIdIsCurrentTransactionId(HeapTupleHeaderGetXmin(tup->t_data)) &&
+			lookalike = (any || TransactionIdIsCurrentTransactionId(HeapTupleHeaderGetXmin(tup->t_data))) &&
 				getExtensionOfObject(TypeRelationId, ((Form_pg_type) GETSTRUCT(tup))->oid) != ext;
 			ReleaseSysCache(tup);
 			if (lookalike)
@@ -368,7 +370,7 @@ sf_guard_lookalike_refuse(void)
 	name = get_namespace_name(nsp);
 	if (name == NULL)
 		return;
-	lookalike = sf_guard_lookalike(ext, nsp);
+	lookalike = sf_guard_lookalike(ext, nsp, false);
 	if (lookalike != NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_DUPLICATE_FUNCTION),
@@ -416,6 +418,59 @@ sf_guard_explain_creates(Node *tree)
  */
 static ProcessUtility_hook_type sf_prev_utility = NULL;
 
+/*
+ * The install lock (round 23 of the outside attack).  Until the superuser's
+ * CREATE EXTENSION snowflake (or ALTER EXTENSION snowflake UPDATE) commits,
+ * its event triggers exist for no other session, so the database's owner
+ * could make a look-alike (a domain public.snowflake_timestamp) after the
+ * script's check and commit it; the superuser's pinned, qualified call then
+ * ran its CHECK with the superuser's rights.  So every DDL statement holds
+ * this lock shared to the end of its transaction, the install and the update
+ * hold it exclusive: they wait for transactions that made anything to end,
+ * no DDL starts until they commit, and when their script is done they look
+ * at what is committed (sf_guard_install_check).  A lock on no real object:
+ * no role can take or hold it by SQL.
+ */
+#define SF_GUARD_LOCK_SUBID 0x534e
+
+static void
+sf_guard_install_lock(LOCKMODE mode)
+{
+	if (!RecoveryInProgress())
+		LockDatabaseObject(ExtensionRelationId, InvalidOid, SF_GUARD_LOCK_SUBID, mode);
+}
+
+/* Whether tree installs or updates extension snowflake. */
+static bool
+sf_guard_installs(Node *tree)
+{
+	if (IsA(tree, CreateExtensionStmt))
+		return strcmp(((CreateExtensionStmt *) tree)->extname, "snowflake") == 0;
+	if (IsA(tree, AlterExtensionStmt))
+		return strcmp(((AlterExtensionStmt *) tree)->extname, "snowflake") == 0;
+	return false;
+}
+
+/* After the install's or update's script: no look-alike, whoever made it, committed or not. */
+static void
+sf_guard_install_check(void)
+{
+	Oid			ext = get_extension_oid("snowflake", true);
+	Oid			nsp = sf_extension_schema();
+	char	   *name;
+	char	   *lookalike;
+
+	if (!OidIsValid(ext) || !OidIsValid(nsp) || (name = get_namespace_name(nsp)) == NULL)
+		return;
+	lookalike = sf_guard_lookalike(ext, nsp, true);
+	if (lookalike != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_DUPLICATE_OBJECT),
+				 errmsg("schema %s holds a function or type %s named like a function of extension snowflake", name, lookalike),
+				 errdetail("It was made while the extension's script ran; a call of the extension's by that name could pick it, or be taken for a cast to it, with the caller's rights."),
+				 errhint("Drop it, rename it or move it to another schema, then install or update again.")));
+}
+
 static void
 sf_guard_lock_and_check(const char *schema, const char *what)
 {
@@ -434,6 +489,12 @@ sf_guard_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
 				 QueryEnvironment *queryEnv, DestReceiver *dest, QueryCompletion *qc)
 {
 	Node	   *tree = pstmt->utilityStmt;
+	bool		installs = sf_guard_installs(tree);
+
+	if (installs)
+		sf_guard_install_lock(AccessExclusiveLock);
+	else if (command_tag_event_trigger_ok(CreateCommandTag(tree)) || sf_guard_explain_creates(tree))
+		sf_guard_install_lock(AccessShareLock);
 
 	if (IsA(tree, RenameStmt) && ((RenameStmt *) tree)->renameType == OBJECT_SCHEMA &&
 		((RenameStmt *) tree)->subname != NULL)
@@ -475,6 +536,8 @@ sf_guard_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
 	/* What the event trigger would have checked, had the command raised one. */
 	if (sf_guard_explain_creates(tree))
 		sf_guard_lookalike_refuse();
+	if (installs)
+		sf_guard_install_check();
 }
 
 void

@@ -320,6 +320,61 @@ like($node->safe_psql('app5', q{EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY
 	qr/\AResult \(actual rows=1(?:\.00)? loops=1\)\n(?:.*\n)*1\z/, 'R22: EXPLAIN ANALYZE of CREATE TABLE AS of another name works as before');
 $node->safe_psql('app5', 'SELECT pg_catalog.snowflake_check_schema()');
 
+# Round 23: the owner makes a look-alike while the superuser's install (or update) has not
+# committed: its event triggers exist for no other session yet, and the script's check had run.
+# The domain's CHECK then ran as the superuser through the pinned, qualified call.  Now DDL waits
+# for an install or update to commit (and is refused by its triggers), and an install or update
+# waits for transactions that made anything, then refuses what they made.
+my $domain = 'CREATE DOMAIN public.snowflake_timestamp AS bigint CHECK (VALUE > 0)';
+$node->safe_psql('postgres', 'CREATE DATABASE app23 OWNER alice');
+for my $install ('CREATE EXTENSION snowflake SCHEMA public', 'ALTER EXTENSION snowflake UPDATE')
+{
+	$node->safe_psql('app23', q{DROP EXTENSION IF EXISTS snowflake; CREATE EXTENSION snowflake VERSION '1.2' SCHEMA public})
+	  if $install =~ /UPDATE/;
+	my $a = $node->background_psql('app23');
+	$a->query_safe('BEGIN');
+	$a->query_safe($install);
+	my $b = $node->background_psql('app23', on_error_stop => 0, extra_params => [ '-U', 'alice' ]);
+	$b->query_until(qr/sent/, "\\echo sent\n$domain;\n\\echo finished\n");
+	ok($node->poll_query_until('postgres',
+		q{SELECT count(*) > 0 FROM pg_stat_activity WHERE usename = 'alice' AND datname = 'app23' AND wait_event_type = 'Lock'}),
+		"R23, during $install: the owner's CREATE DOMAIN waits for it to commit");
+	$a->query_safe('COMMIT');
+	$a->quit;
+	$b->query_until(qr/finished/, '');
+	like($b->{stderr}, qr/ERROR:  cannot have "snowflake_timestamp" in schema "public": extension snowflake has a function of that name there/,
+		"R23, during $install: then refused by the extension's trigger");
+	$b->quit;
+	is($node->safe_psql('app23', q{SELECT count(*) FROM pg_type WHERE typnamespace = 'public'::regnamespace AND typname = 'snowflake_timestamp'}),
+		'0', "R23, during $install: no domain was made");
+	$node->safe_psql('app23', 'DROP EXTENSION snowflake');
+}
+for my $install ('CREATE EXTENSION snowflake SCHEMA public', 'ALTER EXTENSION snowflake UPDATE')
+{
+	$node->safe_psql('app23', q{CREATE EXTENSION snowflake VERSION '1.2' SCHEMA public}) if $install =~ /UPDATE/;
+	my $b = $node->background_psql('app23', extra_params => [ '-U', 'alice' ]);
+	$b->query_safe('BEGIN');
+	$b->query_safe($install =~ /UPDATE/ ? 'CREATE DOMAIN public.snowflake_timestamp AS bigint' : $domain);
+	# In a transaction whose snapshot was taken before: the script's own check, which reads with
+	# it, does not see the domain; the library's check after the script reads what is committed.
+	my $a = $node->background_psql('app23', on_error_stop => 0);
+	$a->query_safe('BEGIN ISOLATION LEVEL REPEATABLE READ');
+	$a->query_safe('SELECT count(*) FROM pg_class');
+	$a->query_until(qr/sent/, "\\echo sent\n$install;\nCOMMIT;\n\\echo finished\n");
+	ok($node->poll_query_until('postgres',
+		q{SELECT count(*) > 0 FROM pg_stat_activity WHERE usename = 'postgres' AND datname = 'app23' AND wait_event_type = 'Lock'}),
+		"R23, $install: waits for the owner's open transaction that made a domain");
+	$b->query_safe('COMMIT');
+	$b->quit;
+	$a->query_until(qr/finished/, '');
+	like($a->{stderr}, qr/ERROR:  schema public holds a function or type snowflake_timestamp named like a function of extension snowflake/,
+		"R23, $install: then refused, the domain there");
+	$a->quit;
+	is($node->safe_psql('app23', q{SELECT coalesce((SELECT extversion FROM pg_extension WHERE extname = 'snowflake'), 'none')}),
+		$install =~ /UPDATE/ ? '1.2' : 'none', "R23, $install: not done");
+	$node->safe_psql('app23', 'DROP DOMAIN public.snowflake_timestamp; DROP EXTENSION IF EXISTS snowflake');
+}
+
 # DROP EXTENSION still works (the trigger goes with it), and the schema is then the owner's again.
 $node->safe_psql('app', 'DROP TABLE public.orders; DROP EXTENSION snowflake');
 ($ret, $out, $err) = alice('ALTER SCHEMA public RENAME TO public_; ALTER SCHEMA public_ RENAME TO public');

@@ -21,25 +21,8 @@ use Test::More;
 
 use Time::HiRes qw(usleep);
 
-my $p = SnowflakeTest->new('primary', allows_streaming => 1,
-	conf => "snowflake.max_wait_ms = 300\nsnowflake.reservation_ms = 10000");
-$p->start;
-$p->query('CREATE EXTENSION snowflake');
-$p->query('ALTER SYSTEM SET snowflake.failover_adopt = on; SELECT pg_reload_conf()');
-$p->node->backup('b');
-
-# The standbys' application_name is their node name ('a', 'b'); b may lead its clock by two minutes.
-my $sa = SnowflakeTest->new('a', from_backup => [ $p, 'b' ], id_key => 'primary');
-my $sb = SnowflakeTest->new('b', from_backup => [ $p, 'b' ], id_key => 'primary', clock => 'shim',
-	conf => 'snowflake.max_lead_ms = 120000');
-$sa->start;
-$sb->start;
-$p->query(q{ALTER SYSTEM SET synchronous_standby_names = 'FIRST 1 (a, b)'; SELECT pg_reload_conf()});
-$p->node->poll_query_until('postgres',
-	q{SELECT string_agg(application_name || ':' || sync_state, ',' ORDER BY application_name) = 'a:sync,b:potential' FROM pg_stat_replication WHERE state = 'streaming'})
-  or die 'a is not the synchronous standby';
-my @ids = $p->ids('SELECT snowflake_next_n(100000)', 'the primary, a synchronous, b potential', count => 100_000);
-$sb->wait_witness;
+my ($p, $sa, $sb, $ids) = SnowflakeTest->first_of_two_standbys(conf => "snowflake.max_wait_ms = 300\nsnowflake.reservation_ms = 10000");
+my @ids = @$ids;
 
 # [1] The writer stopped, the standbys unchanged: sessions look themselves, find the record on a,
 # and go on issuing.

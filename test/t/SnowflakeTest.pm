@@ -653,6 +653,32 @@ sub child_pid
 	return undef;
 }
 
+# A primary (failover_adopt on, extra postgresql.conf lines in conf) and two standbys of one
+# backup, a and b (their application_name), with synchronous_standby_names = 'FIRST 1 (a, b)':
+# a synchronous, b potential, b's clock a shim that may lead by two minutes.  Returns the three
+# and the 100,000 IDs the primary issued while both streamed (b's witness written).
+sub first_of_two_standbys
+{
+	my ($class, %params) = @_;
+	my $p = $class->new('primary', allows_streaming => 1, conf => $params{conf});
+	$p->start;
+	$p->query('CREATE EXTENSION snowflake');
+	$p->query('ALTER SYSTEM SET snowflake.failover_adopt = on; SELECT pg_reload_conf()');
+	$p->node->backup('b');
+	my $sa = $class->new('a', from_backup => [ $p, 'b' ], id_key => 'primary');
+	my $sb = $class->new('b', from_backup => [ $p, 'b' ], id_key => 'primary', clock => 'shim',
+		conf => 'snowflake.max_lead_ms = 120000');
+	$sa->start;
+	$sb->start;
+	$p->query(q{ALTER SYSTEM SET synchronous_standby_names = 'FIRST 1 (a, b)'; SELECT pg_reload_conf()});
+	$p->node->poll_query_until('postgres',
+		q{SELECT string_agg(application_name || ':' || sync_state, ',' ORDER BY application_name) = 'a:sync,b:potential' FROM pg_stat_replication WHERE state = 'streaming'})
+	  or croak 'a is not the synchronous standby';
+	my @ids = $p->ids('SELECT snowflake_next_n(100000)', 'the primary, a synchronous, b potential', count => 100_000);
+	$sb->wait_witness;
+	return ($p, $sa, $sb, \@ids);
+}
+
 # No writer running: SIGSTOP the postmaster (so it cannot restart the writer),
 # SIGTERM the writer, and wait until it has exited (a zombie, not reaped while
 # the postmaster is stopped).  Returns the postmaster's pid (SIGCONT it to go on)
