@@ -350,27 +350,27 @@ sf_guard_lookalike(Oid ext, Oid nsp, bool any)
 }
 
 /*
- * snowflake_schema_guard_end(): event trigger, ddl_command_end.  No function
- * that is not the extension's may come to have the name of one of its own in
- * its schema, whoever makes, renames or moves it (round 18, F1: an
- * overload that the migration's call by name picked, run as the superuser; F5:
- * one that made the documented calls ambiguous).
+ * Refuses when this transaction made a look-alike in the extension's schema,
+ * or (any: after the install's or update's script) when one is there at all,
+ * committed by a transaction the install waited for (sf_guard_lookalike).
  */
-/* Refuses when this transaction made a look-alike in the extension's schema (sf_guard_lookalike). */
 static void
-sf_guard_lookalike_refuse(void)
+sf_guard_lookalike_refuse(bool any)
 {
 	Oid			ext = get_extension_oid("snowflake", true);
 	Oid			nsp = sf_extension_schema();
 	char	   *name;
 	char	   *lookalike;
 
-	if (!OidIsValid(ext) || !OidIsValid(nsp))
+	if (!OidIsValid(ext) || !OidIsValid(nsp) || (name = get_namespace_name(nsp)) == NULL)
 		return;
-	name = get_namespace_name(nsp);
-	if (name == NULL)
-		return;
-	lookalike = sf_guard_lookalike(ext, nsp, false);
+	lookalike = sf_guard_lookalike(ext, nsp, any);
+	if (lookalike != NULL && any)
+		ereport(ERROR,
+				(errcode(ERRCODE_DUPLICATE_OBJECT),
+				 errmsg("schema %s holds a function or type %s named like a function of extension snowflake", name, lookalike),
+				 errdetail("It was made while the extension's script ran; a call of the extension's by that name could pick it, or be taken for a cast to it, with the caller's rights."),
+				 errhint("Drop it, rename it or move it to another schema, then install or update again.")));
 	if (lookalike != NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_DUPLICATE_FUNCTION),
@@ -379,6 +379,13 @@ sf_guard_lookalike_refuse(void)
 				 errhint("Name it otherwise, or put it in another schema.")));
 }
 
+/*
+ * snowflake_schema_guard_end(): event trigger, ddl_command_end.  No function
+ * that is not the extension's may come to have the name of one of its own in
+ * its schema, whoever makes, renames or moves it (round 18, F1: an
+ * overload that the migration's call by name picked, run as the superuser; F5:
+ * one that made the documented calls ambiguous).
+ */
 Datum
 snowflake_schema_guard_end(PG_FUNCTION_ARGS)
 {
@@ -386,7 +393,7 @@ snowflake_schema_guard_end(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_E_R_I_E_EVENT_TRIGGER_PROTOCOL_VIOLATED),
 				 errmsg("snowflake_schema_guard_end() runs only as an event trigger")));
-	sf_guard_lookalike_refuse();
+	sf_guard_lookalike_refuse(false);
 	PG_RETURN_VOID();
 }
 
@@ -428,7 +435,7 @@ static ProcessUtility_hook_type sf_prev_utility = NULL;
  * this lock shared to the end of its transaction, the install and the update
  * hold it exclusive: they wait for transactions that made anything to end,
  * no DDL starts until they commit, and when their script is done they look
- * at what is committed (sf_guard_install_check).  A lock on no real object:
+ * at what is committed (sf_guard_lookalike_refuse).  A lock on no real object:
  * no role can take or hold it by SQL.
  */
 #define SF_GUARD_LOCK_SUBID 0x534e
@@ -449,26 +456,6 @@ sf_guard_installs(Node *tree)
 	if (IsA(tree, AlterExtensionStmt))
 		return strcmp(((AlterExtensionStmt *) tree)->extname, "snowflake") == 0;
 	return false;
-}
-
-/* After the install's or update's script: no look-alike, whoever made it, committed or not. */
-static void
-sf_guard_install_check(void)
-{
-	Oid			ext = get_extension_oid("snowflake", true);
-	Oid			nsp = sf_extension_schema();
-	char	   *name;
-	char	   *lookalike;
-
-	if (!OidIsValid(ext) || !OidIsValid(nsp) || (name = get_namespace_name(nsp)) == NULL)
-		return;
-	lookalike = sf_guard_lookalike(ext, nsp, true);
-	if (lookalike != NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_DUPLICATE_OBJECT),
-				 errmsg("schema %s holds a function or type %s named like a function of extension snowflake", name, lookalike),
-				 errdetail("It was made while the extension's script ran; a call of the extension's by that name could pick it, or be taken for a cast to it, with the caller's rights."),
-				 errhint("Drop it, rename it or move it to another schema, then install or update again.")));
 }
 
 static void
@@ -535,9 +522,10 @@ sf_guard_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
 		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context, params, queryEnv, dest, qc);
 	/* What the event trigger would have checked, had the command raised one. */
 	if (sf_guard_explain_creates(tree))
-		sf_guard_lookalike_refuse();
+		sf_guard_lookalike_refuse(false);
+	/* And after the install's or update's script: none at all, whoever made it. */
 	if (installs)
-		sf_guard_install_check();
+		sf_guard_lookalike_refuse(true);
 }
 
 void

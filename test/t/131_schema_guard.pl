@@ -327,24 +327,34 @@ $node->safe_psql('app5', 'SELECT pg_catalog.snowflake_check_schema()');
 # waits for transactions that made anything, then refuses what they made.
 my $domain = 'CREATE DOMAIN public.snowflake_timestamp AS bigint CHECK (VALUE > 0)';
 $node->safe_psql('postgres', 'CREATE DATABASE app23 OWNER alice');
+
+# $first has run (its transaction open); $sql, sent from a new session as $role, must wait for a
+# lock until $first commits; returns what it then wrote to stderr.
+sub r23_waits
+{
+	my ($first, $role, $sql, $what) = @_;
+	my $second = $node->background_psql('app23', on_error_stop => 0, extra_params => [ '-U', $role ]);
+	$second->query_until(qr/sent/, "\\echo sent\n$sql\n\\echo finished\n");
+	ok($node->poll_query_until('postgres',
+		qq{SELECT count(*) > 0 FROM pg_stat_activity WHERE usename = '$role' AND datname = 'app23' AND wait_event_type = 'Lock'}),
+		"R23, $what: waits");
+	$first->query_safe('COMMIT');
+	$first->quit;
+	$second->query_until(qr/finished/, '');
+	my $stderr = $second->{stderr};
+	$second->quit;
+	return $stderr;
+}
+
 for my $install ('CREATE EXTENSION snowflake SCHEMA public', 'ALTER EXTENSION snowflake UPDATE')
 {
-	$node->safe_psql('app23', q{DROP EXTENSION IF EXISTS snowflake; CREATE EXTENSION snowflake VERSION '1.2' SCHEMA public})
-	  if $install =~ /UPDATE/;
+	$node->safe_psql('app23', q{CREATE EXTENSION snowflake VERSION '1.2' SCHEMA public}) if $install =~ /UPDATE/;
 	my $a = $node->background_psql('app23');
 	$a->query_safe('BEGIN');
 	$a->query_safe($install);
-	my $b = $node->background_psql('app23', on_error_stop => 0, extra_params => [ '-U', 'alice' ]);
-	$b->query_until(qr/sent/, "\\echo sent\n$domain;\n\\echo finished\n");
-	ok($node->poll_query_until('postgres',
-		q{SELECT count(*) > 0 FROM pg_stat_activity WHERE usename = 'alice' AND datname = 'app23' AND wait_event_type = 'Lock'}),
-		"R23, during $install: the owner's CREATE DOMAIN waits for it to commit");
-	$a->query_safe('COMMIT');
-	$a->quit;
-	$b->query_until(qr/finished/, '');
-	like($b->{stderr}, qr/ERROR:  cannot have "snowflake_timestamp" in schema "public": extension snowflake has a function of that name there/,
+	like(r23_waits($a, 'alice', "$domain;", "the owner's CREATE DOMAIN during $install"),
+		qr/ERROR:  cannot have "snowflake_timestamp" in schema "public": extension snowflake has a function of that name there/,
 		"R23, during $install: then refused by the extension's trigger");
-	$b->quit;
 	is($node->safe_psql('app23', q{SELECT count(*) FROM pg_type WHERE typnamespace = 'public'::regnamespace AND typname = 'snowflake_timestamp'}),
 		'0', "R23, during $install: no domain was made");
 	$node->safe_psql('app23', 'DROP EXTENSION snowflake');
@@ -357,19 +367,10 @@ for my $install ('CREATE EXTENSION snowflake SCHEMA public', 'ALTER EXTENSION sn
 	$b->query_safe($install =~ /UPDATE/ ? 'CREATE DOMAIN public.snowflake_timestamp AS bigint' : $domain);
 	# In a transaction whose snapshot was taken before: the script's own check, which reads with
 	# it, does not see the domain; the library's check after the script reads what is committed.
-	my $a = $node->background_psql('app23', on_error_stop => 0);
-	$a->query_safe('BEGIN ISOLATION LEVEL REPEATABLE READ');
-	$a->query_safe('SELECT count(*) FROM pg_class');
-	$a->query_until(qr/sent/, "\\echo sent\n$install;\nCOMMIT;\n\\echo finished\n");
-	ok($node->poll_query_until('postgres',
-		q{SELECT count(*) > 0 FROM pg_stat_activity WHERE usename = 'postgres' AND datname = 'app23' AND wait_event_type = 'Lock'}),
-		"R23, $install: waits for the owner's open transaction that made a domain");
-	$b->query_safe('COMMIT');
-	$b->quit;
-	$a->query_until(qr/finished/, '');
-	like($a->{stderr}, qr/ERROR:  schema public holds a function or type snowflake_timestamp named like a function of extension snowflake/,
+	like(r23_waits($b, 'postgres', "BEGIN ISOLATION LEVEL REPEATABLE READ;\nSELECT count(*) FROM pg_class;\n$install;\nCOMMIT;",
+			"$install, after the owner's open transaction that made a domain"),
+		qr/ERROR:  schema public holds a function or type snowflake_timestamp named like a function of extension snowflake/,
 		"R23, $install: then refused, the domain there");
-	$a->quit;
 	is($node->safe_psql('app23', q{SELECT coalesce((SELECT extversion FROM pg_extension WHERE extname = 'snowflake'), 'none')}),
 		$install =~ /UPDATE/ ? '1.2' : 'none', "R23, $install: not done");
 	$node->safe_psql('app23', 'DROP DOMAIN public.snowflake_timestamp; DROP EXTENSION IF EXISTS snowflake');
