@@ -39,7 +39,12 @@
 #include "access/xact.h"
 #include "commands/event_trigger.h"
 #include "commands/extension.h"
+#include "miscadmin.h"
+#include "storage/latch.h"
+#include "storage/proc.h"
+#include "utils/wait_event.h"
 #include "storage/lmgr.h"
+#include "utils/timestamp.h"
 #include "tcop/cmdtag.h"
 #include "tcop/utility.h"
 #include "fmgr.h"
@@ -433,8 +438,8 @@ static ProcessUtility_hook_type sf_prev_utility = NULL;
  * script's check and commit it; the superuser's pinned, qualified call then
  * ran its CHECK with the superuser's rights.  So every DDL statement holds
  * this lock shared to the end of its transaction, the install and the update
- * hold it exclusive: they wait for transactions that made anything to end,
- * no DDL starts until they commit, and when their script is done they look
+ * hold it exclusive: they wait for transactions that made anything to end
+ * (sf_guard_install_lock_exclusive), no DDL starts until they commit, and when their script is done they look
  * at what is committed (sf_guard_lookalike_refuse).  A lock on no real object:
  * no role can take or hold it by SQL.
  */
@@ -445,6 +450,36 @@ sf_guard_install_lock(LOCKMODE mode)
 {
 	if (!RecoveryInProgress())
 		LockDatabaseObject(ExtensionRelationId, InvalidOid, SF_GUARD_LOCK_SUBID, mode);
+}
+
+/*
+ * The install's or update's side: without queueing (round 24 of the outside
+ * attack: queued, it waited behind any role's open transaction that had made
+ * a temporary table, or a prepared one, and every DDL statement in the
+ * database queued behind it), polled until lock_timeout, or 10 s when that is
+ * not set, then refused.
+ */
+static void
+sf_guard_install_lock_exclusive(void)
+{
+	TimestampTz start = GetCurrentTimestamp();
+	int			limit_ms = LockTimeout > 0 ? LockTimeout : 10000;
+
+	if (RecoveryInProgress())
+		return;
+	while (!ConditionalLockDatabaseObject(ExtensionRelationId, InvalidOid, SF_GUARD_LOCK_SUBID, AccessExclusiveLock))
+	{
+		if (TimestampDifferenceExceeds(start, GetCurrentTimestamp(), limit_ms))
+			ereport(ERROR,
+					(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+					 errmsg("extension snowflake cannot be installed or updated while transactions that ran DDL in this database are open"),
+					 errdetail("It waited %d ms for them to end, so that nothing is made in its schema behind its check, without holding up other DDL.", limit_ms),
+					 errhint("Find them with SELECT l.pid, l.virtualtransaction FROM pg_catalog.pg_locks l WHERE l.locktype OPERATOR(pg_catalog.=) 'object' AND l.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_extension'::pg_catalog.regclass AND l.objsubid OPERATOR(pg_catalog.=) %d, end them (a prepared transaction: COMMIT or ROLLBACK PREPARED), and run it again.",
+							 SF_GUARD_LOCK_SUBID)));
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 10, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+	}
 }
 
 /* Whether tree installs or updates extension snowflake. */
@@ -479,7 +514,7 @@ sf_guard_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
 	bool		installs = sf_guard_installs(tree);
 
 	if (installs)
-		sf_guard_install_lock(AccessExclusiveLock);
+		sf_guard_install_lock_exclusive();
 	else if (command_tag_event_trigger_ok(CreateCommandTag(tree)) || sf_guard_explain_creates(tree))
 		sf_guard_install_lock(AccessShareLock);
 

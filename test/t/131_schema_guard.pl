@@ -336,7 +336,7 @@ sub r23_waits
 	my $second = $node->background_psql('app23', on_error_stop => 0, extra_params => [ '-U', $role ]);
 	$second->query_until(qr/sent/, "\\echo sent\n$sql\n\\echo finished\n");
 	ok($node->poll_query_until('postgres',
-		qq{SELECT count(*) > 0 FROM pg_stat_activity WHERE usename = '$role' AND datname = 'app23' AND wait_event_type = 'Lock'}),
+		qq{SELECT count(*) > 0 FROM pg_stat_activity WHERE usename = '$role' AND datname = 'app23' AND wait_event_type IN ('Lock', 'Extension')}),
 		"R23, $what: waits");
 	$first->query_safe('COMMIT');
 	$first->quit;
@@ -375,6 +375,29 @@ for my $install ('CREATE EXTENSION snowflake SCHEMA public', 'ALTER EXTENSION sn
 		$install =~ /UPDATE/ ? '1.2' : 'none', "R23, $install: not done");
 	$node->safe_psql('app23', 'DROP DOMAIN public.snowflake_timestamp; DROP EXTENSION IF EXISTS snowflake');
 }
+
+# Round 24: the install waited in the lock's queue, behind any role's open transaction that had
+# made a temporary table (or a prepared one), and every DDL statement of the database queued behind
+# it.  Now it polls without queueing, until lock_timeout (or 10 s), and is refused then.
+my $c = $node->background_psql('app23', extra_params => [ '-U', 'alice' ]);
+$c->query_safe('BEGIN');
+$c->query_safe('CREATE TEMP TABLE r24 (a int)');
+($ret, $out, $err) = $node->psql('app23', q{SET lock_timeout = '300ms'; CREATE EXTENSION snowflake SCHEMA public});
+like($err, qr/ERROR:  extension snowflake cannot be installed or updated while transactions that ran DDL in this database are open/,
+	'R24: an install that cannot take its lock within lock_timeout is refused');
+my $d = $node->background_psql('app23');
+$d->query_until(qr/sent/, "\\echo sent\nCREATE EXTENSION snowflake SCHEMA public;\n\\echo finished\n");
+ok($node->poll_query_until('postgres',
+	q{SELECT count(*) > 0 FROM pg_stat_activity WHERE usename = 'postgres' AND datname = 'app23' AND wait_event_type = 'Extension'}),
+	'R24: an install waits for the open transaction that made a temporary table');
+($ret, $out, $err) = $node->psql('app23', q{SET lock_timeout = '2s'; CREATE TEMP TABLE r24b (a int)}, extra_params => [ '-U', 'alice' ]);
+is($ret, 0, 'R24: meanwhile other DDL does not wait behind it') or diag($err);
+$c->query_safe('COMMIT');
+$c->quit;
+$d->query_until(qr/finished/, '');
+is($d->{stderr}, '', 'R24: the install goes on once that transaction ends');
+$d->quit;
+is($node->safe_psql('app23', q{SELECT extversion FROM pg_extension WHERE extname = 'snowflake'}), '1.3', 'R24: installed');
 
 # DROP EXTENSION still works (the trigger goes with it), and the schema is then the owner's again.
 $node->safe_psql('app', 'DROP TABLE public.orders; DROP EXTENSION snowflake');
