@@ -106,7 +106,7 @@ sub start_faulted
 		}
 		if (system('pg_isready', '-q', '-h', $s->node->host, '-p', $s->node->port) == 0)
 		{
-			$h->signal('INT');
+			$h->signal('TERM');
 			$h->finish;
 			$s->node->_update_pid(1);
 			$s->stop;

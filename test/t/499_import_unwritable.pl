@@ -94,7 +94,7 @@ like(slurp_file($t->node->logfile), qr/could not rename snowflake state file "sn
 	'the start-up logged the failed write of the import');
 
 # Writable again: the writer's next attempt records the mark, generation resumes.
-$st->signal('INT');
+$st->signal('TERM');
 $st->finish;
 ok($t->node->poll_query_until('postgres', 'SELECT state = \'ok\' AND mark_write_failures > 0 FROM snowflake_state()'),
 	'write failures were counted');

@@ -753,10 +753,12 @@ sub strace_start
 	croak "strace did not attach: $err";
 }
 
+# SIGTERM, not SIGINT: a test run started in the background of a shell without job control
+# inherits SIGINT ignored, and strace then never detaches (seen in rehearsal ci22: 499 hung).
 sub strace_stop
 {
 	my ($h) = @_;
-	$h->signal('INT');
+	$h->signal('TERM');
 	$h->finish;
 	return;
 }
