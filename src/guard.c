@@ -474,8 +474,8 @@ sf_guard_install_lock_exclusive(void)
 					(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
 					 errmsg("extension snowflake cannot be installed or updated while transactions that ran DDL in this database are open"),
 					 errdetail("It waited %d ms for them to end, so that nothing is made in its schema behind its check, without holding up other DDL.", limit_ms),
-					 errhint("Find them with SELECT l.pid, l.virtualtransaction FROM pg_catalog.pg_locks l WHERE l.locktype OPERATOR(pg_catalog.=) 'object' AND l.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_extension'::pg_catalog.regclass AND l.objsubid OPERATOR(pg_catalog.=) %d, end them (a prepared transaction: COMMIT or ROLLBACK PREPARED), and run it again.",
-							 SF_GUARD_LOCK_SUBID)));
+					 errhint("Find them with SELECT l.pid, l.virtualtransaction FROM pg_catalog.pg_locks l WHERE l.locktype OPERATOR(pg_catalog.=) 'object' AND l.database OPERATOR(pg_catalog.=) %u AND l.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_extension'::pg_catalog.regclass AND l.objsubid OPERATOR(pg_catalog.=) %d, end them (a prepared transaction: COMMIT or ROLLBACK PREPARED), and run it again.",
+							 MyDatabaseId, SF_GUARD_LOCK_SUBID)));
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 10, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();

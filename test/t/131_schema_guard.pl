@@ -382,9 +382,21 @@ for my $install ('CREATE EXTENSION snowflake SCHEMA public', 'ALTER EXTENSION sn
 my $c = $node->background_psql('app23', extra_params => [ '-U', 'alice' ]);
 $c->query_safe('BEGIN');
 $c->query_safe('CREATE TEMP TABLE r24 (a int)');
+my $c_pid = $c->query_safe('SELECT pg_backend_pid()');
+# A DDL transaction in another database holds up nothing here, and the hint does not name it
+# (round 26: its query listed them too).
+my $o = $node->background_psql('app', extra_params => [ '-U', 'alice' ]);
+$o->query_safe('BEGIN');
+$o->query_safe('CREATE TEMP TABLE r26 (a int)');
 ($ret, $out, $err) = $node->psql('app23', q{SET lock_timeout = '300ms'; CREATE EXTENSION snowflake SCHEMA public});
 like($err, qr/ERROR:  extension snowflake cannot be installed or updated while transactions that ran DDL in this database are open/,
 	'R24: an install that cannot take its lock within lock_timeout is refused');
+my ($hint_query) = $err =~ /HINT:  Find them with (SELECT .*?), end them/;
+like($hint_query // '', qr/^SELECT /, 'R24: the hint gives a query');
+is($node->safe_psql('app23', "SELECT string_agg(pid::text, ',') FROM ($hint_query) q"), $c_pid,
+	'R26: the hint\'s query finds the transaction of this database, not the other database\'s');
+$o->query_safe('COMMIT');
+$o->quit;
 my $d = $node->background_psql('app23');
 $d->query_until(qr/sent/, "\\echo sent\nCREATE EXTENSION snowflake SCHEMA public;\n\\echo finished\n");
 ok($node->poll_query_until('postgres',
