@@ -101,6 +101,14 @@ shared_preload_libraries = 'snowflake'
 snowflake.datacenter_id = 1
 snowflake.machine_id = 1
 ));
+		# A standby started from a backup taken long before (487 starts one from the
+		# first minutes of its script, after crashes, backups and checkpoints) needs
+		# the primary to keep its WAL: without this the primary may remove a segment
+		# the standby has yet to stream ("requested WAL segment ... has already been
+		# removed"), and the standby never catches up (487 timed out so on 17 in CI).
+		# The tests write little WAL; 1GB keeps all of it.
+		$node->append_conf('postgresql.conf', 'wal_keep_size = 1GB')
+		  if $params{allows_streaming};
 	}
 	$node->append_conf('postgresql.conf', 'restart_after_crash = on')
 	  if $params{restart_after_crash};
