@@ -356,6 +356,45 @@ sf_mark_clock(SnowflakeStateImage *img)
 	sf_watch_image(img);
 }
 
+/*
+ * The SQLSTATE of a failed operation on the state, node or witness file, from
+ * its errno (round 27 of the outside attack, F1): as errcode_for_file_access()
+ * does for PostgreSQL's own files, except that a quota or a file size limit
+ * is a full disk (53100), and an error it does not know (ESTALE, ETIMEDOUT or
+ * EINTR of a network file system, among others) is an I/O error (58030),
+ * never internal_error (XX000): the storage failed, not snowflake.
+ */
+static int
+sf_file_sqlstate(int err)
+{
+	switch (err)
+	{
+		case ENOSPC:
+		case EDQUOT:
+		case EFBIG:
+			return ERRCODE_DISK_FULL;
+		case EPERM:
+		case EACCES:
+		case EROFS:
+			return ERRCODE_INSUFFICIENT_PRIVILEGE;
+		case ENOENT:
+			return ERRCODE_UNDEFINED_FILE;
+		case EEXIST:
+			return ERRCODE_DUPLICATE_FILE;
+		case ENOTDIR:
+		case EISDIR:
+		case ENOTEMPTY:
+			return ERRCODE_WRONG_OBJECT_TYPE;
+		case ENFILE:
+		case EMFILE:
+			return ERRCODE_INSUFFICIENT_RESOURCES;
+		case ENOMEM:
+			return ERRCODE_OUT_OF_MEMORY;
+		default:
+			return ERRCODE_IO_ERROR;
+	}
+}
+
 /* Report a failed write of the state file at elevel, with a detail. */
 static void
 sf_report_write(int save_errno, SnowflakeWriteStep step, int elevel, const char *detail)
@@ -366,7 +405,7 @@ sf_report_write(int save_errno, SnowflakeWriteStep step, int elevel, const char 
 	sf_write_step_text(step, &action, &path);
 	errno = save_errno;
 	ereport(elevel,
-			(save_errno == EDQUOT ? errcode(ERRCODE_DISK_FULL) : errcode_for_file_access(),
+			(errcode(sf_file_sqlstate(save_errno)),
 			 (step & SF_STEP_NODES_FILE) ?
 			 errmsg("could not %s snowflake node file \"%s\": %m", action, path) :
 			 errmsg("could not %s snowflake state file \"%s\": %m", action, path),
@@ -1561,10 +1600,13 @@ sf_mark_writer_look(void)
 		}
 		else if (!sf_witness_failed)
 		{
+			int			save_errno = errno;
+
 			/* Logged once per writer; retried at every look. */
 			sf_witness_failed = true;
+			errno = save_errno;
 			ereport(LOG,
-					(errcode_for_file_access(),
+					(errcode(sf_file_sqlstate(save_errno)),
 					 errmsg("could not write snowflake standby witness \"%s\": %m", SF_WITNESS_FILE),
 					 errdetail("Until it is written, snowflake.failover_adopt does not adopt after a promotion of this standby."),
 					 errhint("Check free space, permissions and the health of the storage of the data directory.")));
@@ -1948,6 +1990,8 @@ sf_mark_load(SnowflakeShared *shared, SnowflakeStateImage *out)
 	restored = access(SF_BACKUP_LABEL_FILE, F_OK) == 0;
 	if (restored)
 	{
+		int			save_errno;
+
 		/*
 		 * Fail closed (19c F2): a witness left behind would be taken for this
 		 * directory's own once backup_label is gone (a restart, a crash
@@ -1955,18 +1999,21 @@ sf_mark_load(SnowflakeShared *shared, SnowflakeStateImage *out)
 		 * so the next start removes it.
 		 */
 		shared->standby_witness = false;
-		if (unlink(SF_WITNESS_FILE) != 0 && errno != ENOENT)
+		save_errno = unlink(SF_WITNESS_FILE) != 0 ? errno : 0;
+		if (save_errno != 0 && save_errno != ENOENT)
 			ereport(FATAL,
-					(errcode_for_file_access(),
+					(errcode(sf_file_sqlstate(save_errno)),
 					 errmsg("could not remove snowflake standby witness \"%s\" of a restored data directory: %m", SF_WITNESS_FILE),
 					 errdetail("This data directory was restored from a base backup (it has \"%s\"): the witness came from the backup, "
 							   "and once \"%s\" is gone it would let snowflake.failover_adopt adopt the node state.",
 							   SF_BACKUP_LABEL_FILE, SF_BACKUP_LABEL_FILE),
 					 errhint("Make the file and the data directory writable, then start the server again; \"%s\" is still there, so that start removes it.",
 							 SF_BACKUP_LABEL_FILE)));
-		if (fsync_fname_ext(".", true, false, LOG) != 0)
+		/* It logged its error; errno is only for the SQLSTATE. */
+		save_errno = fsync_fname_ext(".", true, false, LOG) != 0 ? (errno != 0 ? errno : EIO) : 0;
+		if (save_errno != 0)
 			ereport(FATAL,
-					(errcode_for_file_access(),
+					(errcode(sf_file_sqlstate(save_errno)),
 					 errmsg("could not fsync the data directory after removing snowflake standby witness \"%s\"", SF_WITNESS_FILE),
 					 errhint("Check the health of the storage of the data directory, then start the server again.")));
 	}
@@ -2046,7 +2093,7 @@ sf_mark_load(SnowflakeShared *shared, SnowflakeStateImage *out)
 			sf_write_step_text(res.step, &action, &path);
 			errno = res.save_errno;
 			ereport(FATAL,
-					(res.save_errno == EDQUOT ? errcode(ERRCODE_DISK_FULL) : errcode_for_file_access(),
+					(errcode(sf_file_sqlstate(res.save_errno)),
 					 errmsg("could not %s snowflake state file \"%s\" of a restored data directory: %m", action, path),
 					 errdetail("This data directory was restored from a base backup (it has \"%s\"): it is a copy until snowflake_adopt_state(), "
 							   "and the state file must record it before the server starts.", SF_BACKUP_LABEL_FILE),

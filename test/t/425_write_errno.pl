@@ -1,0 +1,73 @@
+# 425_write_errno.pl: the SQLSTATE of a refused call whose durable mark cannot
+# be written follows the OS error, as PostgreSQL's own file errors do, and is
+# never XX000 (round 27 of the outside attack, F1: EFBIG, and ESTALE,
+# ETIMEDOUT or EINTR from the fsync of a network file system, were XX000
+# internal_error, which README's error table did not list and which says the
+# fault is snowflake's; the storage failed).  Each case makes the reservation
+# writer's calls on the temporary state file fail with one errno (strace's
+# inject, on that file only: the writer's WAL writes are not touched), asks
+# for IDs past the mark, and checks the refusal; then the fault goes and
+# generation resumes.
+
+use strict;
+use warnings FATAL => 'all';
+
+use FindBin;
+use lib $FindBin::RealBin;
+
+use PostgreSQL::Test::Utils;
+use SnowflakeTest;
+use Test::More;
+use Time::HiRes qw(usleep);
+
+# A mark only 10 ms ahead: the clock soon passes it.  fsync on (the test
+# servers run with it off, and then no fsync is made to fail).
+my $t = SnowflakeTest->new('write_errno', conf => "fsync = on\nsnowflake.reservation_ms = 10");
+$t->start;
+$t->query('CREATE EXTENSION snowflake');
+$t->ids('SELECT snowflake_next() FROM generate_series(1, 100)', 'before the faults', count => 100);
+my $writer = $t->writer_pid;
+my $dir = PostgreSQL::Test::Utils::tempdir;
+
+# [system calls, errno, SQLSTATE, the step the message names]
+my @cases = (
+	[ 'write,pwrite64',              'EFBIG',     '53100', 'write' ],
+	[ 'write,pwrite64',              'EDQUOT',    '53100', 'write' ],
+	[ 'fsync,fdatasync',             'ESTALE',    '58030', 'fsync' ],
+	[ 'fsync,fdatasync',             'ETIMEDOUT', '58030', 'fsync' ],
+	[ 'fsync,fdatasync',             'EINTR',     '58030', 'fsync' ],
+	[ 'fsync,fdatasync',             'EIO',       '58030', 'fsync' ],
+	[ 'openat',                      'EMFILE',    '53000', 'create' ],
+	[ 'openat',                      'ENOMEM',    '53200', 'create' ],
+	[ 'openat',                      'EACCES',    '42501', 'create' ],
+	[ 'rename,renameat,renameat2',   'ENOENT',    '58P01', 'rename' ],
+	[ 'rename,renameat,renameat2',   'EROFS',     '42501', 'rename' ],);
+
+for my $case (@cases)
+{
+	my ($calls, $errno, $sqlstate, $step) = @$case;
+	# -P twice: a path argument names the file relative to the data directory,
+	# a descriptor (write, fsync) resolves to its absolute path.
+	my $st = SnowflakeTest::strace_start("$dir/$errno.strace", '-f', '-P', 'snowflake.state.tmp',
+		'-P', $t->data_dir . '/snowflake.state.tmp',
+		'-e', "trace=$calls", '-e', "inject=$calls:error=$errno", '-p', $writer);
+	# Until the clock passes the mark (the writer may have reserved further ahead
+	# than 10 ms after slow writes): the next ID needs a higher mark.
+	for (1 .. 100 * $PostgreSQL::Test::Utils::timeout_default)
+	{
+		last if $t->query(q{SELECT clock_timestamp() > reserved_until + interval '5 ms'
+FROM snowflake_status() WHERE datacenter_id = 1 AND machine_id = 1}) eq 't';
+		usleep(10_000);
+	}
+	$t->next_refused("$errno on $step of the state file", 'SET snowflake.max_wait_ms = 300;', sqlstate => $sqlstate,
+		message => qr/^could not \Q$step\E snowflake state file "snowflake\.state\.tmp": /);
+	SnowflakeTest::strace_stop($st);
+	# The writer backs off (up to 10 s) after failures: a call may wait that long.
+	is($t->query("SET snowflake.max_wait_ms = 30000;\nSELECT count(*) FROM snowflake_next_n(200000);"),
+		'200000', "after $errno went away: 200,000 IDs");
+	$t->next_id("after $errno went away");
+}
+
+$t->stop;
+$t->summary;
+done_testing();
