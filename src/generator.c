@@ -650,7 +650,7 @@ sf_reserve(int node, int64 count, const char *caller)
 			if (deadline == 0)
 				deadline = sf_mono_ns() + (int64) sf_max_wait_ms * SF_NS_PER_MS;
 			marked = true;
-			if (!sf_mark_await(last_tick, Max(deadline, sf_mono_ns() + SF_MARK_GRACE_MS * SF_NS_PER_MS)))
+			if (!sf_mark_await(last_tick, Max(deadline, sf_mono_ns() + SF_MARK_GRACE_MS * SF_NS_PER_MS), slot, node))
 			{
 				sf_count_refusal(slot, node, "the durable mark could not be raised");
 				sf_mark_refuse(caller);

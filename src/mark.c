@@ -360,9 +360,12 @@ sf_mark_clock(SnowflakeStateImage *img)
  * The SQLSTATE of a failed operation on the state, node or witness file, from
  * its errno (round 27 of the outside attack, F1): as errcode_for_file_access()
  * does for PostgreSQL's own files, except that a quota or a file size limit
- * is a full disk (53100), and an error it does not know (ESTALE, ETIMEDOUT or
- * EINTR of a network file system, among others) is an I/O error (58030),
- * never internal_error (XX000): the storage failed, not snowflake.
+ * is a full disk (53100), EEXIST is what rename onto a directory that is not
+ * empty gives, so something in the way (42809, as EISDIR and ENOTEMPTY; round
+ * 28, F1: it was 58P02, not in README's list), and an error it does not know
+ * (ESTALE, ETIMEDOUT or EINTR of a network file system, among others) is an
+ * I/O error (58030), never internal_error (XX000): the storage failed, not
+ * snowflake.
  */
 static int
 sf_file_sqlstate(int err)
@@ -379,8 +382,7 @@ sf_file_sqlstate(int err)
 			return ERRCODE_INSUFFICIENT_PRIVILEGE;
 		case ENOENT:
 			return ERRCODE_UNDEFINED_FILE;
-		case EEXIST:
-			return ERRCODE_DUPLICATE_FILE;
+		case EEXIST:			/* rename onto a directory that is not empty */
 		case ENOTDIR:
 		case EISDIR:
 		case ENOTEMPTY:
@@ -410,6 +412,11 @@ sf_report_write(int save_errno, SnowflakeWriteStep step, int elevel, const char 
 			 errmsg("could not %s snowflake node file \"%s\": %m", action, path) :
 			 errmsg("could not %s snowflake state file \"%s\": %m", action, path),
 			 detail ? errdetail("%s", detail) : 0,
+			 sf_file_sqlstate(save_errno) == ERRCODE_WRONG_OBJECT_TYPE ?
+			 errhint("Something that is not a regular file (a directory?) is in the way at \"%s\" or \"%s\" in the data directory: "
+					 "move it away; the write is retried by itself.",
+					 (step & SF_STEP_NODES_FILE) ? SF_NODES_TMP_FILE : SF_STATE_TMP_FILE,
+					 (step & SF_STEP_NODES_FILE) ? SF_NODES_FILE : SF_STATE_FILE) :
 			 errhint("Check free space, permissions and the health of the storage of the data directory.")));
 }
 
@@ -1711,10 +1718,11 @@ sf_mark_refuse(const char *caller)
  * variable until the mark is raised (true), a write fails (an error naming
  * it), or deadline_ns on the monotonic clock passes (false: the caller
  * refuses, sf_mark_refuse).  Cancel, statement timeout and postmaster death
- * end the wait at once.
+ * end the wait at once.  A failed write refuses a generation call: it counts
+ * in slot's refusals and streak (round 28, F4), when slot is given.
  */
 bool
-sf_mark_await(int64 need_tick, int64 deadline_ns)
+sf_mark_await(int64 need_tick, int64 deadline_ns, SnowflakeSlot *slot, int node)
 {
 	uint64		failures = pg_atomic_read_u64(&sf_shared->write_failures);
 	uint64		demand = pg_atomic_read_u64(&sf_shared->demand);
@@ -1744,6 +1752,8 @@ sf_mark_await(int64 need_tick, int64 deadline_ns)
 			step = (SnowflakeWriteStep) pg_atomic_read_u32(&sf_shared->fail_step);
 			if (prepared)
 				ConditionVariableCancelSleep();
+			if (slot != NULL)
+				sf_count_refusal(slot, node, "the durable mark could not be written");
 			sf_report_write(save_errno, step, ERROR,
 							"No ID beyond the durable high-water mark is issued until the mark can be written.");
 		}
@@ -1760,6 +1770,8 @@ sf_mark_await(int64 need_tick, int64 deadline_ns)
 		{
 			if (prepared)
 				ConditionVariableCancelSleep();
+			if (slot != NULL)
+				sf_count_refusal(slot, node, "the last write of the durable mark failed");
 			pg_read_barrier();
 			sf_report_write((int) pg_atomic_read_u32(&sf_shared->fail_errno),
 							(SnowflakeWriteStep) pg_atomic_read_u32(&sf_shared->fail_step), ERROR,
@@ -2228,12 +2240,15 @@ sf_mark_shutdown(SnowflakeShared *shared)
  * be one that only WAL holds, so recovery stops with the error (as it does
  * when PostgreSQL cannot write its own files): a restart replays this record
  * again, and the mark is never forgotten by a standby that is later promoted.
- * In a primary's own crash recovery the file already holds every mark that
- * was published (each mark was logged before its write, and published only
- * once written): a record whose write failed then was never published, so
- * recovery goes on with a WARNING; the nodes are lifted above the mark all
- * the same, and generation passes the file's mark only once a higher one is
- * written.
+ * In a primary's own crash recovery the file already covers every ID issued
+ * (each mark was logged before its write, and published only once written;
+ * a stopping postmaster lowers the file to the exact last ID issued,
+ * sf_mark_shutdown, which an immediate shutdown followed by crash recovery
+ * shows): a record above the file's mark was either never published (its
+ * write failed) or lowered at the stop, so recovery goes on with a WARNING
+ * that says both (round 28, F3: it said only the first); the nodes are lifted
+ * above the mark all the same, and generation passes the file's mark only
+ * once a higher one is written.
  */
 /*
  * The startup process: durable marks replayed in a primary's own crash
@@ -2247,14 +2262,15 @@ static SnowflakeWriteStep sf_replay_step = SF_STEP_NONE;
 static void
 sf_replay_unwritten_report(int code, Datum arg)
 {
-	char		detail[512];
+	char		detail[640];
 
 	if (sf_replay_unwritten == 0)
 		return;
 	snprintf(detail, sizeof(detail),
-			 "While replaying durable marks in crash recovery: %d marks could not be written. They were never published "
-			 "(their writes failed before the crash), the state file holds every mark that was; recovery goes on, and no "
-			 "ID beyond the file's mark is issued until a higher mark is written.", sf_replay_unwritten);
+			 "While replaying durable marks in crash recovery: %d marks above the state file's could not be written. "
+			 "The file covers every ID issued before the crash (a mark is used only once written, and a stopping server lowers "
+			 "the file only to its last ID), so recovery goes on; no ID beyond the file's mark is issued until a higher mark is written.",
+			 sf_replay_unwritten);
 	sf_report_write(sf_replay_errno, sf_replay_step, WARNING, detail);
 	sf_replay_unwritten = 0;
 }

@@ -346,7 +346,7 @@ sf_lift_node(SnowflakeSlot *slot, int64 carried_ms, const char *caller)
 	while (old < target && !pg_atomic_compare_exchange_u64(&slot->word, &old, target))
 		;
 	if (tick > (int64) pg_atomic_read_u64(&sf_shared->reserved) &&
-		!sf_mark_await(tick, sf_mono_ns() + (int64) Max(sf_max_wait_ms, SF_MARK_GRACE_MS) * SF_NS_PER_MS))
+		!sf_mark_await(tick, sf_mono_ns() + (int64) Max(sf_max_wait_ms, SF_MARK_GRACE_MS) * SF_NS_PER_MS, NULL, 0))
 		sf_mark_refuse(caller);
 }
 

@@ -431,7 +431,7 @@ extern void sf_wal_log_nodes(const SnowflakeNodesImage *img);
 
 extern void sf_mark_startup(SnowflakeShared *shared);
 extern void sf_mark_shutdown(SnowflakeShared *shared);
-extern bool sf_mark_await(int64 need_tick, int64 deadline_ns);
+extern bool sf_mark_await(int64 need_tick, int64 deadline_ns, SnowflakeSlot *slot, int node);
 pg_noreturn extern void sf_mark_refuse(const char *caller);
 /* registry.c: lift a node's word and the durable mark above carried_ms (Unix ms) */
 extern void sf_lift_node(SnowflakeSlot *slot, int64 carried_ms, const char *caller);

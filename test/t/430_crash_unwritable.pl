@@ -56,7 +56,7 @@ ok($t->node->poll_query_until('postgres', 'SELECT 1', '1'), 'the server comes ba
 my $log = slurp_file($t->node->logfile);
 like($log, qr/all server processes terminated; reinitializing/, 'it was a crash re-initialisation');
 unlike($log, qr/startup process \(PID \d+\) exited with exit code 1/, 'the startup process did not fail');
-like($log, qr/WARNING:.*could not rename snowflake state file.*\n(.*\n)?.*DETAIL:.*never published/,
+like($log, qr/WARNING:.*could not rename snowflake state file.*\n(.*\n)?.*DETAIL:.*The file covers every ID issued before the crash/,
 	'recovery logged the unwritable file and went on');
 is($t->state_file_mark, $mark_before, 'the state file is as it was');
 
@@ -71,6 +71,42 @@ $t->ids('SET snowflake.max_wait_ms = 10000; SELECT snowflake_next() FROM generat
 	'the volume writable again', count => 1000);
 $t->restart;
 $t->ids('SELECT snowflake_next() FROM generate_series(1, 1000)', 'after a restart', count => 1000);
+
+# --- Round 28, F3: no write failed before the crash.  An immediate stop: the
+# postmaster lowers the file to the exact last ID issued, below the marks its
+# WAL holds; the next start's crash recovery replays those and, the file
+# unwritable now, cannot write them.  The WARNING must not say their writes
+# failed before the crash (it sent an operator looking for a storage failure
+# that never happened); it says the file covers every ID issued.
+my $failures1 = $t->query('SELECT mark_write_failures FROM snowflake_state()');
+$t->stop('immediate');
+my $log_offset = -s $t->node->logfile;
+my $st2;
+{
+	my %fake = $t->_faketime_env;
+	local @ENV{ keys %fake } = values %fake;
+	# strace runs pg_ctl (-I 1: a signal ends it, and it detaches from the server).
+	$st2 = IPC::Run::start(
+		[
+			'strace', '-I', '1', '-o', "$dir/erofs2.strace", '-f', '-P', 'snowflake.state.tmp',
+			'-e', 'trace=rename,renameat,renameat2',
+			'-e', 'inject=rename,renameat,renameat2:error=EROFS',
+			'pg_ctl', '-w', '-D', $t->data_dir, '-l', $t->node->logfile, 'start'
+		],
+		'<', '/dev/null', '>', "$dir/strace2.out", '2>', "$dir/strace2.err");
+}
+ok($t->node->poll_query_until('postgres', 'SELECT 1', '1'), 'the server started after the immediate stop');
+$t->node->_update_pid(1);
+$log = substr(slurp_file($t->node->logfile), $log_offset);
+like($log, qr/database system was interrupted|crash recovery|redo starts/, 'the start ran crash recovery');
+like($log, qr/DETAIL:  While replaying durable marks in crash recovery: \d+ marks above the state file's could not be written\. The file covers every ID issued before the crash/,
+	'the WARNING says the file covers every ID issued');
+unlike($log, qr/their writes failed before the crash/, 'it does not say writes failed before the crash (none did)');
+is($failures1, '0', 'no write had failed since the restart before the stop');
+$st2->signal('TERM');
+$st2->finish;
+$t->ids('SET snowflake.max_wait_ms = 10000; SELECT snowflake_next() FROM generate_series(1, 1000)',
+	'after the immediate stop, the file writable again', count => 1000);
 
 $t->stop;
 $t->summary;

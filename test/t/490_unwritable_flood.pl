@@ -100,7 +100,7 @@ my $log = substr(slurp_file($t->node->logfile), $log_offset);
 like($log, qr/all server processes terminated; reinitializing/, 'it was a crash re-initialisation');
 my $warnings = () = $log =~ /WARNING:.*could not rename snowflake state file/g;
 is($warnings, 1, "recovery logged one WARNING for $total unwritable replayed marks");
-like($log, qr/DETAIL:.*While replaying durable marks in crash recovery: \d+ marks could not be written/,
+like($log, qr/DETAIL:.*While replaying durable marks in crash recovery: \d+ marks above the state file.s could not be written/,
 	'with their count');
 
 SnowflakeTest::strace_stop($st);
