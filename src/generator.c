@@ -419,7 +419,14 @@ sf_count_refusal(SnowflakeSlot *slot, int node, const char *why)
 						SF_REFUSAL_STREAK, SF_NODE_DC(node), SF_NODE_MC(node), why)));
 }
 
-/* An ID was issued: end a streak of refusals (one WARNING with the count, if more than one). */
+/*
+ * An ID was issued: end a streak of refusals.  A streak that reached
+ * SF_REFUSAL_STREAK (and so had its WARNING) ends with a WARNING with the
+ * count; a shorter one of more than one call, whose repeats stayed out of the
+ * server log, with a LOG line for the server log only (round 29, F1: every
+ * short streak ended with a WARNING to the client too, though no streak
+ * WARNING began it, as docs/operations.md says).
+ */
 static inline void
 sf_end_refusals(SnowflakeSlot *slot, int node)
 {
@@ -429,7 +436,7 @@ sf_end_refusals(SnowflakeSlot *slot, int node)
 		return;
 	streak = pg_atomic_exchange_u32(&slot->refusal_streak, 0);
 	if (streak > 1)
-		ereport(WARNING,
+		ereport(streak >= SF_REFUSAL_STREAK ? WARNING : LOG_SERVER_ONLY,
 				(errmsg("snowflake: datacenter %d, machine %d issues IDs again after %u refused calls in a row",
 						SF_NODE_DC(node), SF_NODE_MC(node), streak)));
 }

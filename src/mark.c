@@ -414,7 +414,7 @@ sf_report_write(int save_errno, SnowflakeWriteStep step, int elevel, const char 
 			 detail ? errdetail("%s", detail) : 0,
 			 sf_file_sqlstate(save_errno) == ERRCODE_WRONG_OBJECT_TYPE ?
 			 errhint("Something that is not a regular file (a directory?) is in the way at \"%s\" or \"%s\" in the data directory: "
-					 "move it away; the write is retried by itself.",
+					 "move it away.",
 					 (step & SF_STEP_NODES_FILE) ? SF_NODES_TMP_FILE : SF_STATE_TMP_FILE,
 					 (step & SF_STEP_NODES_FILE) ? SF_NODES_FILE : SF_STATE_FILE) :
 			 errhint("Check free space, permissions and the health of the storage of the data directory.")));

@@ -147,6 +147,22 @@ is(log_count($t, qr/WARNING:  snowflake: 10 calls in a row refused for datacente
 	'one WARNING when ten calls in a row were refused');
 is(log_count($t, qr/WARNING:  snowflake: datacenter 1, machine 1 issues IDs again after 12 refused calls in a row/, $log_at), 1,
 	'one WARNING when the streak ended, with its length');
+
+# --- A short streak (round 29, F1): no WARNING at all, to the client or the
+# log (no streak WARNING began it); its end is a LOG line with the count.
+$log_at = -s $t->node->logfile;
+$t->set_clock(at(3));
+$t->next_refused("short streak, call $_", "SET snowflake.max_wait_ms = 0;") for 1 .. 2;
+$t->set_clock(at(3.004));
+$r = $t->run('SELECT snowflake_next();');
+is($r->{ret}, 0, 'the short streak ends with the next ID');
+my @problems = $t->record('after the short streak', grep { /^\d+$/ } split /\n/, $r->{stdout});
+is(scalar(@problems), 0, 'its ID is new and above all earlier') or diag("@problems");
+unlike($r->{stderr}, qr/WARNING:.*issues IDs again/, 'the call that ends a short streak gets no streak WARNING (the rollback\'s end is one of its own)');
+is(log_count($t, qr/WARNING:  snowflake: datacenter 1, machine 1 issues IDs again/, $log_at), 0,
+	'no WARNING in the log for a streak of 2');
+is(log_count($t, qr/LOG:  snowflake: datacenter 1, machine 1 issues IDs again after 2 refused calls in a row/, $log_at), 1,
+	'one LOG line with its length');
 $t->summary;
 $t->stop;
 
