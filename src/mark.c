@@ -397,6 +397,40 @@ sf_file_sqlstate(int err)
 	}
 }
 
+/*
+ * No state file, but a complete temporary one (round 30 of the outside
+ * attack, F1): a write that never reached its rename.  A directory was in the
+ * way at "snowflake.state" at a clean stop, say, then moved away: starting
+ * from the clock then issued IDs issued before the stop.  The temporary
+ * file's mark is at least the last one published (marks are written before
+ * they are published, and a stopping server writes the exact last ID), so
+ * the write is finished: the file is renamed into place and read as the state
+ * file, its owner checked as always.  A temporary file that is not complete
+ * (a write cut short before its fsync) holds nothing that was published: the
+ * state file is missing, as before.  A complete one that cannot be renamed
+ * leaves the mark unknown: unreadable, generation stops.
+ */
+static SnowflakeReadStatus
+sf_statefile_finish_tmp(SnowflakeStateImage *img, char *why, size_t whylen)
+{
+	SnowflakeStateImage tmp;
+	char		tmpwhy[256];
+
+	if (sf_statefile_read_path(SF_STATE_TMP_FILE, false, &tmp, tmpwhy, sizeof(tmpwhy)) != SF_READ_OK)
+		return SF_READ_MISSING;
+	if (durable_rename(SF_STATE_TMP_FILE, SF_STATE_FILE, LOG) != 0)
+	{
+		snprintf(why, whylen, "It does not exist, and its complete temporary file \"%s\" could not be renamed into place: %s.",
+				 SF_STATE_TMP_FILE, strerror(errno));
+		return SF_READ_UNREADABLE;
+	}
+	ereport(LOG,
+			(errmsg("snowflake state file \"%s\" was missing: its complete temporary file \"%s\" was renamed into place",
+					SF_STATE_FILE, SF_STATE_TMP_FILE),
+			 errdetail("A write of the durable mark had not reached its rename (something in the way, or a stop between its fsync and its rename); its mark is kept.")));
+	return sf_statefile_read(img, why, whylen);
+}
+
 /* Report a failed write of the state file at elevel, with a detail. */
 static void
 sf_report_write(int save_errno, SnowflakeWriteStep step, int elevel, const char *detail)
@@ -2031,6 +2065,8 @@ sf_mark_load(SnowflakeShared *shared, SnowflakeStateImage *out)
 	}
 
 	st = sf_statefile_read(&img, why, sizeof(why));
+	if (st == SF_READ_MISSING)
+		st = sf_statefile_finish_tmp(&img, why, sizeof(why));
 	if (st == SF_READ_UNREADABLE)
 	{
 		sf_state_unreadable(shared, why);
