@@ -17,6 +17,7 @@
  */
 #include "postgres.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "access/xlog.h"
@@ -415,9 +416,33 @@ sf_statefile_finish_tmp(SnowflakeStateImage *img, char *why, size_t whylen)
 {
 	SnowflakeStateImage tmp;
 	char		tmpwhy[256];
+	struct stat stbuf;
 
-	if (sf_statefile_read_path(SF_STATE_TMP_FILE, false, &tmp, tmpwhy, sizeof(tmpwhy)) != SF_READ_OK)
+	/* None, or a FIFO, directory or the like: no mark (the writer replaces or refuses it). */
+	if (stat(SF_STATE_TMP_FILE, &stbuf) == 0 ? !S_ISREG(stbuf.st_mode) : errno == ENOENT)
 		return SF_READ_MISSING;
+	switch (sf_statefile_read_path(SF_STATE_TMP_FILE, false, &tmp, tmpwhy, sizeof(tmpwhy)))
+	{
+		case SF_READ_OK:
+			break;
+		case SF_READ_MISSING:
+			return SF_READ_MISSING;
+		case SF_READ_UNREADABLE:
+
+			/*
+			 * It may hold the mark (round 31, F1: a temporary file the start
+			 * could not open was removed, and generation started from the
+			 * clock below IDs issued): never removed, generation stops.
+			 */
+			snprintf(why, whylen, "It does not exist, and its temporary file \"%s\", which may hold the durable mark, could not be read. %s "
+					 "Do not remove it.", SF_STATE_TMP_FILE, tmpwhy);
+			return SF_READ_UNREADABLE;
+		case SF_READ_DAMAGED:
+			ereport(LOG,
+					(errmsg("snowflake temporary state file \"%s\" is not taken: %s", SF_STATE_TMP_FILE, tmpwhy),
+					 errdetail("A temporary file cut short, or of another cluster, holds no mark of this data directory.")));
+			return SF_READ_MISSING;
+	}
 	if (durable_rename(SF_STATE_TMP_FILE, SF_STATE_FILE, LOG) != 0)
 	{
 		snprintf(why, whylen, "It does not exist, and its complete temporary file \"%s\" could not be renamed into place: %s.",
@@ -448,8 +473,10 @@ sf_report_write(int save_errno, SnowflakeWriteStep step, int elevel, const char 
 			 detail ? errdetail("%s", detail) : 0,
 			 sf_file_sqlstate(save_errno) == ERRCODE_WRONG_OBJECT_TYPE ?
 			 errhint("Something that is not a regular file (a directory?) is in the way at \"%s\" or \"%s\" in the data directory: "
-					 "move it away.",
+					 "move it away. If \"%s\" itself is gone, the durable mark is in this server's memory only until the file is written again: "
+					 "do not stop the server before that.",
 					 (step & SF_STEP_NODES_FILE) ? SF_NODES_TMP_FILE : SF_STATE_TMP_FILE,
+					 (step & SF_STEP_NODES_FILE) ? SF_NODES_FILE : SF_STATE_FILE,
 					 (step & SF_STEP_NODES_FILE) ? SF_NODES_FILE : SF_STATE_FILE) :
 			 errhint("Check free space, permissions and the health of the storage of the data directory.")));
 }

@@ -49,6 +49,25 @@ my @ids = $t->ids('SET snowflake.max_wait_ms = 30000; SELECT snowflake_next() FR
 	'after the start', count => 1000);
 cmp_ok($ids[0], '>', $hi, 'the first ID after the start is above the last one before the stop');
 
+# Round 31, F1: a complete temporary file the start cannot read may hold the
+# mark: it is not removed, generation stops (58030) until it can be read.
+unlink $state or die "could not remove $state: $!";
+mkdir $state or die "could not create $state: $!";
+$t->stop('fast');
+ok(-f $tmp, 'a second stop with the directory in the way leaves the temporary file');
+rmdir $state or die "could not remove the directory $state: $!";
+chmod 0, $tmp or die "could not chmod $tmp: $!";
+$t->start;
+is($t->query('SELECT state FROM snowflake_state()'), 'unreadable', 'a temporary file that cannot be read: unreadable');
+$t->next_refused('while the temporary file cannot be read', undef, sqlstate => '58030',
+	message => qr/^could not read snowflake state file "snowflake\.state"$/);
+ok(-e $tmp, 'the temporary file is not removed');
+$t->stop;
+chmod 0600, $tmp or die "could not chmod $tmp: $!";
+$t->start;
+$t->ids('SET snowflake.max_wait_ms = 30000; SELECT snowflake_next() FROM generate_series(1, 1000)',
+	'once it can be read, the next start takes it', count => 1000);
+
 # A temporary file cut short (a write that never reached its fsync) is not taken.
 $t->stop;
 unlink $state or die;
@@ -58,8 +77,10 @@ close $fh;
 $log_offset = -s $t->node->logfile;
 $t->set_clock('+1h');    # past every ID: starting from the clock is the documented result of removing the file
 $t->start;
+like(substr(slurp_file($t->node->logfile), $log_offset), qr/snowflake temporary state file "snowflake\.state\.tmp" is not taken: /,
+	'a temporary file cut short is not taken, and the log says so');
 like(substr(slurp_file($t->node->logfile), $log_offset), qr/snowflake state file "snowflake\.state" created; generation starts from the clock/,
-	'a temporary file cut short is not taken: the removed file starts from the clock');
+	'the removed file starts from the clock');
 $t->next_id('after the removed file, an hour later');
 
 $t->stop;
