@@ -398,62 +398,83 @@ sf_file_sqlstate(int err)
 	}
 }
 
+/* Reads the file at path as a state file or a node file, for sf_finish_tmp. */
+typedef SnowflakeReadStatus (*SfCheckFile) (const char *path, char *why, size_t whylen);
+
+static SnowflakeReadStatus
+sf_check_state_file(const char *path, char *why, size_t whylen)
+{
+	SnowflakeStateImage img;
+
+	return sf_statefile_read_path(path, false, &img, why, whylen);
+}
+
+static SnowflakeReadStatus
+sf_check_nodes_file(const char *path, char *why, size_t whylen)
+{
+	SnowflakeNodesImage img;
+
+	return sf_nodes_read_path(path, false, &img, why, whylen);
+}
+
 /*
- * No state file, but a complete temporary one (round 30 of the outside
- * attack, F1): a write that never reached its rename.  A directory was in the
- * way at "snowflake.state" at a clean stop, say, then moved away: starting
- * from the clock then issued IDs issued before the stop.  The temporary
- * file's mark is at least the last one published (marks are written before
- * they are published, and a stopping server writes the exact last ID), so
- * the write is finished: the file is renamed into place and read as the state
- * file, its owner checked as always.  A temporary file that is not complete
- * (a write cut short before its fsync) holds nothing that was published: the
- * state file is missing, as before.  A complete one that cannot be renamed
- * leaves the mark unknown: unreadable, generation stops.
+ * No file at file, but a complete temporary one at tmp: a write that never
+ * reached its rename.  Round 30 of the outside attack, F1, on the state file:
+ * a directory was in the way at "snowflake.state" at a clean stop, then moved
+ * away, and starting from the clock issued IDs issued before the stop.  A
+ * temporary file's contents are at least what was last published (the mark
+ * is written before it is published, and a stopping server writes the exact
+ * last ID; the node sets only grow, and a node is recorded as used before its
+ * first ID), so the write is finished: the file is renamed into place, and
+ * the caller reads it as always (owner checked).  Returns SF_READ_OK then.
+ *
+ * A temporary file that is not complete (a write cut short before its fsync)
+ * or of another cluster holds nothing that was published here: it is logged
+ * and left for the writer to replace, and the file is missing, as before.
+ * One that cannot be read may hold what was published (round 31, F1: a
+ * temporary file the start could not open was removed, and generation started
+ * from the clock below IDs issued): it is never removed, and the file is
+ * unreadable, so generation stops; so it is when a complete one cannot be
+ * renamed.  holds names what the file holds, for the messages.
  */
 static SnowflakeReadStatus
-sf_statefile_finish_tmp(SnowflakeStateImage *img, char *why, size_t whylen)
+sf_finish_tmp(const char *file, const char *tmp, const char *kind, const char *holds, SfCheckFile check,
+			  char *why, size_t whylen)
 {
-	SnowflakeStateImage tmp;
 	char		tmpwhy[256];
 	struct stat stbuf;
 
-	/* None, or a FIFO, directory or the like: no mark (the writer replaces or refuses it). */
-	if (stat(SF_STATE_TMP_FILE, &stbuf) == 0 ? !S_ISREG(stbuf.st_mode) : errno == ENOENT)
+	/* None, or a FIFO, directory or the like: nothing written (the writer replaces or refuses it). */
+	if (stat(tmp, &stbuf) == 0 ? !S_ISREG(stbuf.st_mode) : errno == ENOENT)
 		return SF_READ_MISSING;
-	switch (sf_statefile_read_path(SF_STATE_TMP_FILE, false, &tmp, tmpwhy, sizeof(tmpwhy)))
+	switch (check(tmp, tmpwhy, sizeof(tmpwhy)))
 	{
 		case SF_READ_OK:
 			break;
 		case SF_READ_MISSING:
 			return SF_READ_MISSING;
 		case SF_READ_UNREADABLE:
-
-			/*
-			 * It may hold the mark (round 31, F1: a temporary file the start
-			 * could not open was removed, and generation started from the
-			 * clock below IDs issued): never removed, generation stops.
-			 */
-			snprintf(why, whylen, "It does not exist, and its temporary file \"%s\", which may hold the durable mark, could not be read. %s "
-					 "Do not remove it.", SF_STATE_TMP_FILE, tmpwhy);
+			snprintf(why, whylen, "It does not exist, and its temporary file \"%s\", which may hold %s, could not be read. %s "
+					 "Do not remove it.", tmp, holds, tmpwhy);
 			return SF_READ_UNREADABLE;
 		case SF_READ_DAMAGED:
 			ereport(LOG,
-					(errmsg("snowflake temporary state file \"%s\" is not taken: %s", SF_STATE_TMP_FILE, tmpwhy),
-					 errdetail("A temporary file cut short, or of another cluster, holds no mark of this data directory.")));
+					(errmsg("snowflake temporary %s file \"%s\" is not taken: %s", kind, tmp, tmpwhy),
+					 errdetail("A temporary file cut short, or of another cluster, holds nothing of this data directory.")));
 			return SF_READ_MISSING;
 	}
-	if (durable_rename(SF_STATE_TMP_FILE, SF_STATE_FILE, LOG) != 0)
+	if (durable_rename(tmp, file, LOG) != 0)
 	{
-		snprintf(why, whylen, "It does not exist, and its complete temporary file \"%s\" could not be renamed into place: %s.",
-				 SF_STATE_TMP_FILE, strerror(errno));
+		snprintf(why, whylen, "It does not exist, and its complete temporary file \"%s\" could not be renamed into place: %s. "
+				 "Do not remove it: it holds %s.", tmp, strerror(errno), holds);
 		return SF_READ_UNREADABLE;
 	}
 	ereport(LOG,
-			(errmsg("snowflake state file \"%s\" was missing: its complete temporary file \"%s\" was renamed into place",
-					SF_STATE_FILE, SF_STATE_TMP_FILE),
-			 errdetail("A write of the durable mark had not reached its rename (something in the way, or a stop between its fsync and its rename); its mark is kept.")));
-	return sf_statefile_read(img, why, whylen);
+			(errmsg("snowflake %s file \"%s\" was missing: its complete temporary file \"%s\" was renamed into place",
+					kind, file, tmp),
+			 errdetail("A write of %s had not reached its rename (something in the way, or a stop between its fsync and its rename); "
+					   "what it holds is kept.", holds)));
+	return SF_READ_OK;
 }
 
 /* Report a failed write of the state file at elevel, with a detail. */
@@ -657,6 +678,10 @@ sf_nodes_load(SnowflakeShared *shared)
 	shared->nodes_message[0] = '\0';
 	pg_atomic_write_u32(&shared->nodes_dirty, 0);
 	st = sf_nodes_read(&img, why, sizeof(why));
+	if (st == SF_READ_MISSING &&
+		(st = sf_finish_tmp(SF_NODES_FILE, SF_NODES_TMP_FILE, "node", "the node sets", sf_check_nodes_file,
+							why, sizeof(why))) == SF_READ_OK)
+		st = sf_nodes_read(&img, why, sizeof(why));
 	if (st != SF_READ_OK && st != SF_READ_MISSING)
 	{
 		memset(&img, 0, sizeof(img));
@@ -1915,7 +1940,7 @@ sf_state_unreadable(SnowflakeShared *shared, const char *why)
 			(errmsg("could not read snowflake state file \"%s\"", SF_STATE_FILE),
 			 errdetail("%s", shared->message),
 			 errhint("snowflake_next() refuses until the file can be read. Fix its permissions or the storage, "
-					 "then restart the server. Do not remove the file: it holds the durable mark.")));
+					 "then restart the server. Do not remove the file, nor \"%s\": either may hold the durable mark.", SF_STATE_TMP_FILE)));
 }
 
 /* Mark the state unusable, with a reason for the error's detail. */
@@ -2092,8 +2117,10 @@ sf_mark_load(SnowflakeShared *shared, SnowflakeStateImage *out)
 	}
 
 	st = sf_statefile_read(&img, why, sizeof(why));
-	if (st == SF_READ_MISSING)
-		st = sf_statefile_finish_tmp(&img, why, sizeof(why));
+	if (st == SF_READ_MISSING &&
+		(st = sf_finish_tmp(SF_STATE_FILE, SF_STATE_TMP_FILE, "state", "the durable mark", sf_check_state_file,
+							why, sizeof(why))) == SF_READ_OK)
+		st = sf_statefile_read(&img, why, sizeof(why));
 	if (st == SF_READ_UNREADABLE)
 	{
 		sf_state_unreadable(shared, why);

@@ -89,7 +89,7 @@ SKIP:
 	$r = $t->next_refused('unreadable state file', undef, sqlstate => '58030',
 		message => qr/could not read snowflake state file "snowflake\.state"/);
 	like($r->{detail} // '', qr/Could not open it: Permission denied/, 'unreadable: the detail names the error');
-	like($r->{hint} // '', qr/Do not remove the file/, 'unreadable: the hint says not to remove it');
+	like($r->{hint} // '', qr/Do not remove the file, nor "snowflake\.state\.tmp": either may hold the durable mark\./, 'unreadable: the hint says not to remove it');
 	unlike($r->{hint} // '', qr/remove the file and start/i, 'unreadable: no remove remedy');
 	is($t->query('SELECT state FROM snowflake_state()'), 'unreadable', 'snowflake_state() says unreadable');
 	$t->stop;

@@ -59,8 +59,12 @@ rmdir $state or die "could not remove the directory $state: $!";
 chmod 0, $tmp or die "could not chmod $tmp: $!";
 $t->start;
 is($t->query('SELECT state FROM snowflake_state()'), 'unreadable', 'a temporary file that cannot be read: unreadable');
-$t->next_refused('while the temporary file cannot be read', undef, sqlstate => '58030',
+my $r = $t->next_refused('while the temporary file cannot be read', undef, sqlstate => '58030',
 	message => qr/^could not read snowflake state file "snowflake\.state"$/);
+like($r->{detail}, qr/It does not exist, and its temporary file "snowflake\.state\.tmp", which may hold the durable mark, could not be read\./,
+	'the detail names the temporary file');
+like($r->{hint}, qr/Do not remove the file, nor "snowflake\.state\.tmp": either may hold the durable mark\./,
+	'the hint says to remove neither');
 ok(-e $tmp, 'the temporary file is not removed');
 $t->stop;
 chmod 0600, $tmp or die "could not chmod $tmp: $!";

@@ -1,0 +1,101 @@
+
+# Copyright (c) 2026, snowflake contributors
+#
+# 427_nodes_tmp_finish.pl: a start with no snowflake.nodes but a complete
+# snowflake.nodes.tmp finishes the write (renames it into place), as 426 does
+# for the state file.  Before, the start took the node sets as empty: on a copy
+# adopted as a new server that forgot the original's nodes it had retired, and
+# the copy issued the original's node again (duplicates).  The steps, as round
+# 30's on the state file: a directory takes the place of snowflake.nodes, a
+# write of the file fails on its rename and leaves the temporary file, the
+# server stops, the directory is moved away (as the 42809 hint says), and the
+# server starts.  A temporary file that cannot be read is never removed and
+# stops generation; one cut short is not taken.
+use strict;
+use warnings FATAL => 'all';
+
+use FindBin;
+use lib $FindBin::RealBin;
+
+use PostgreSQL::Test::Utils;
+use SnowflakeTest;
+use Test::More;
+
+my $retired = qr/^snowflake_next\(\) refused: datacenter 1, machine 1 is retired on this server$/;
+
+my $p = SnowflakeTest->new('original', allows_streaming => 1);
+$p->start;
+$p->query('CREATE EXTENSION snowflake');
+$p->ids('SELECT snowflake_next() FROM generate_series(1, 1000)', 'the original, 1/1', count => 1000);
+$p->node->backup('b');
+my $c = SnowflakeTest->new('copy', from_backup => [ $p, 'b' ], standby => 0,
+	conf => "snowflake.datacenter_id = 9\nsnowflake.max_wait_ms = 500");
+$c->start;
+is($c->query('SELECT state FROM snowflake_state()'), 'copy', 'the base backup is a copy');
+$c->query('SELECT snowflake_adopt_state()');
+is($c->nodes_file->{retired}, '1/1', "the adopted copy retires the original's node 1/1");
+$c->next_refused('1/1 on the adopted copy', 'SET snowflake.datacenter_id = 1;', message => $retired);
+
+my $nodes = $c->data_dir . '/snowflake.nodes';
+my $tmp = $c->data_dir . '/snowflake.nodes.tmp';
+
+# A directory in the way: the first use of 9/2 makes the writer write the file,
+# and the rename fails.  The call is refused (the node is not recorded).
+unlink $nodes or die "could not remove $nodes: $!";
+mkdir $nodes or die "could not create $nodes: $!";
+$c->next_refused('the first ID of 9/2 with a directory at snowflake.nodes', 'SET snowflake.machine_id = 2;',
+	sqlstate => '42809', message => qr/could not rename snowflake node file "snowflake\.nodes\.tmp": Is a directory/);
+ok(-f $tmp, 'the failed write left its temporary file');
+$c->stop('fast');
+rmdir $nodes or die "could not remove the directory $nodes: $!";
+
+my $log_offset = -s $c->node->logfile;
+$c->start;
+like(substr(slurp_file($c->node->logfile), $log_offset),
+	qr/snowflake node file "snowflake\.nodes" was missing: its complete temporary file "snowflake\.nodes\.tmp" was renamed into place/,
+	'the start finished the write');
+is($c->nodes_file->{retired}, '1/1', 'snowflake.nodes holds the retired node again');
+$c->next_refused("1/1, the original's node, after the start", 'SET snowflake.datacenter_id = 1;', message => $retired);
+$c->next_id('9/2 once the file is in place', 'SET snowflake.machine_id = 2;');
+like($c->nodes_file->{used}, qr{(^|,)9/2(,|$)}, 'and it records 9/2');
+
+# A temporary file the start cannot read may hold the sets: never removed,
+# generation stops until it can be read.
+unlink $nodes or die "could not remove $nodes: $!";
+mkdir $nodes or die "could not create $nodes: $!";
+$c->next_refused('the first ID of 9/3 with a directory at snowflake.nodes', 'SET snowflake.machine_id = 3;',
+	sqlstate => '42809');
+$c->stop('fast');
+rmdir $nodes or die "could not remove the directory $nodes: $!";
+chmod 0, $tmp or die "could not chmod $tmp: $!";
+$c->start;
+my $r = $c->next_refused('9/1 while the temporary file cannot be read', undef, sqlstate => '58030',
+	message => qr/^could not read snowflake node file "snowflake\.nodes"$/);
+like($r->{detail}, qr/It does not exist, and its temporary file "snowflake\.nodes\.tmp", which may hold the node sets, could not be read\./,
+	'the detail names the temporary file');
+$c->next_refused('1/1 too', 'SET snowflake.datacenter_id = 1;', sqlstate => '58030');
+ok(-e $tmp, 'the temporary file is not removed');
+ok(!-e $nodes, 'and nothing took its place');
+$c->stop;
+chmod 0600, $tmp or die "could not chmod $tmp: $!";
+$c->start;
+is($c->nodes_file->{retired}, '1/1', 'once it can be read, the next start takes it');
+$c->next_refused('1/1 then', 'SET snowflake.datacenter_id = 1;', message => $retired);
+$c->next_id('9/3 then', 'SET snowflake.machine_id = 3;');
+
+# A temporary file cut short (a write that never reached its fsync) holds
+# nothing that was published: not taken, and the log says so.
+$c->stop;
+unlink $nodes or die "could not remove $nodes: $!";
+open my $fh, '>:raw', $tmp or die "could not write $tmp: $!";
+print $fh "short";
+close $fh;
+$log_offset = -s $c->node->logfile;
+$c->start;
+like(substr(slurp_file($c->node->logfile), $log_offset), qr/snowflake temporary node file "snowflake\.nodes\.tmp" is not taken: /,
+	'a temporary file cut short is not taken, and the log says so');
+
+$c->stop;
+$p->stop;
+$c->summary;
+done_testing();
