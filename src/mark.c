@@ -494,12 +494,49 @@ sf_report_write(int save_errno, SnowflakeWriteStep step, int elevel, const char 
 			 detail ? errdetail("%s", detail) : 0,
 			 sf_file_sqlstate(save_errno) == ERRCODE_WRONG_OBJECT_TYPE ?
 			 errhint("Something that is not a regular file (a directory?) is in the way at \"%s\" or \"%s\" in the data directory: "
-					 "move it away. If \"%s\" itself is gone, the durable mark is in this server's memory only until the file is written again: "
+					 "move it away. If \"%s\" itself is gone, %s in this server's memory only until the file is written again: "
 					 "do not stop the server before that.",
 					 (step & SF_STEP_NODES_FILE) ? SF_NODES_TMP_FILE : SF_STATE_TMP_FILE,
 					 (step & SF_STEP_NODES_FILE) ? SF_NODES_FILE : SF_STATE_FILE,
-					 (step & SF_STEP_NODES_FILE) ? SF_NODES_FILE : SF_STATE_FILE) :
+					 (step & SF_STEP_NODES_FILE) ? SF_NODES_FILE : SF_STATE_FILE,
+					 (step & SF_STEP_NODES_FILE) ? "the node sets are" : "the durable mark is") :
 			 errhint("Check free space, permissions and the health of the storage of the data directory.")));
+}
+
+/*
+ * Report a failed write of the state or node file at a clean stop.  With the
+ * file in place, it stays in force (detail_kept says what that means).  With
+ * the file gone (removed, or a directory in its place), a rename that failed
+ * left a complete temporary file, which the next start renames into place
+ * (sf_finish_tmp); an earlier step left none, and what the file held is lost:
+ * a WARNING says so (it said the file written before stays in force).
+ */
+static void
+sf_report_shutdown_write(SnowflakeStateResult res, const char *detail_kept)
+{
+	bool		nodes = (res.step & SF_STEP_NODES_FILE) != 0;
+	int			step = res.step & ~SF_STEP_NODES_FILE;
+	const char *file = nodes ? SF_NODES_FILE : SF_STATE_FILE;
+	const char *tmp = nodes ? SF_NODES_TMP_FILE : SF_STATE_TMP_FILE;
+	const char *holds = nodes ? "the node sets" : "the exact mark";
+	struct stat stbuf;
+	bool		there = stat(file, &stbuf) == 0 && S_ISREG(stbuf.st_mode);
+	char		detail[512];
+
+	if (step >= SF_STEP_OPEN_DIR)
+		snprintf(detail, sizeof(detail), "At shutdown: \"%s\" holds %s, but the data directory could not be synced: after a power loss "
+				 "the next start may find the file written before, which holds what it held.", file, holds);
+	else if (there)
+		strlcpy(detail, detail_kept, sizeof(detail));
+	else if (step == SF_STEP_RENAME)
+		snprintf(detail, sizeof(detail), "At shutdown: \"%s\" is not there (removed, or something in its place), and the complete \"%s\" left "
+				 "holds %s: the next start renames it into place. Do not remove it.", file, tmp, holds);
+	else
+		snprintf(detail, sizeof(detail), "At shutdown: \"%s\" is not there (removed, or something in its place), and no complete temporary "
+				 "file was left: %s.", file,
+				 nodes ? "the node sets are lost, the nodes retired here among them; put back this data directory's own file before the next start" :
+				 "the mark is lost, and the next start begins from the clock, safe only once the clock is past every ID issued");
+	sf_report_write(res.save_errno, res.step, step < SF_STEP_OPEN_DIR && !there ? WARNING : LOG, detail);
 }
 
 /*
@@ -950,8 +987,7 @@ sf_nodes_shutdown(SnowflakeShared *shared)
 		return;
 	res = sf_nodes_write(&img);
 	if (!res.ok)
-		sf_report_write(res.save_errno, res.step, LOG,
-						"At shutdown: the nodes used since the last write are not recorded.");
+		sf_report_shutdown_write(res, "At shutdown: the nodes used since the last write are not recorded.");
 }
 
 /* Log a mark of target ticks in WAL (sf_mark_write, before and after the file's write). */
@@ -2316,8 +2352,7 @@ sf_mark_shutdown(SnowflakeShared *shared)
 	img.clean = true;
 	res = sf_statefile_write(&img);
 	if (!res.ok)
-		sf_report_write(res.save_errno, res.step, LOG,
-						"At shutdown: the reservation written before stays in force; the next start may wait for the clock to pass it.");
+		sf_report_shutdown_write(res, "At shutdown: the reservation written before stays in force; the next start may wait for the clock to pass it.");
 }
 
 /*

@@ -31,6 +31,9 @@ my $log_offset = -s $t->node->logfile;
 $t->stop('fast');
 like(substr(slurp_file($t->node->logfile), $log_offset), qr/could not rename snowflake state file "snowflake\.state\.tmp": Is a directory/,
 	'the clean stop could not write its exact mark');
+like(substr(slurp_file($t->node->logfile), $log_offset),
+	qr/DETAIL:  At shutdown: "snowflake\.state" is not there \(removed, or something in its place\), and the complete "snowflake\.state\.tmp" left holds the exact mark: the next start renames it into place\. Do not remove it\./,
+	'its detail says the temporary file holds the mark (not that "the reservation written before stays in force")');
 ok(-f $tmp, 'its temporary file is left');
 rmdir $state or die "could not remove the directory $state: $!";
 # The clock 5 s behind the IDs (the attacker ran them ahead with max_lead_ms):
@@ -72,6 +75,23 @@ $t->start;
 $t->ids('SET snowflake.max_wait_ms = 30000; SELECT snowflake_next() FROM generate_series(1, 1000)',
 	'once it can be read, the next start takes it', count => 1000);
 
+# Round 31, F2: a directory at both names.  The stop can leave no temporary
+# file: its WARNING says the mark is lost (it said "the reservation written
+# before stays in force", with no file there).
+unlink $state or die "could not remove $state: $!";
+mkdir $state or die "could not create $state: $!";
+mkdir $tmp or die "could not create $tmp: $!";
+$log_offset = -s $t->node->logfile;
+$t->stop('fast');
+like(substr(slurp_file($t->node->logfile), $log_offset),
+	qr/WARNING:  could not create snowflake state file "snowflake\.state\.tmp": Is a directory\n(.*\n)?.*DETAIL:  At shutdown: "snowflake\.state" is not there \(removed, or something in its place\), and no complete temporary file was left: the mark is lost/,
+	'a stop with directories at both names warns that the mark is lost');
+rmdir $state or die;
+rmdir $tmp or die;
+$t->set_clock('+1h');    # past every ID: the documented way back after losing the file
+$t->start;
+$t->next_id('after the lost mark, an hour later');
+
 # A temporary file cut short (a write that never reached its fsync) is not taken.
 $t->stop;
 unlink $state or die;
@@ -79,13 +99,13 @@ open my $fh, '>:raw', $tmp or die "could not write $tmp: $!";
 print $fh "short";
 close $fh;
 $log_offset = -s $t->node->logfile;
-$t->set_clock('+1h');    # past every ID: starting from the clock is the documented result of removing the file
+$t->set_clock('+2h');    # past every ID: starting from the clock is the documented result of removing the file
 $t->start;
 like(substr(slurp_file($t->node->logfile), $log_offset), qr/snowflake temporary state file "snowflake\.state\.tmp" is not taken: /,
 	'a temporary file cut short is not taken, and the log says so');
 like(substr(slurp_file($t->node->logfile), $log_offset), qr/snowflake state file "snowflake\.state" created; generation starts from the clock/,
 	'the removed file starts from the clock');
-$t->next_id('after the removed file, an hour later');
+$t->next_id('after the removed file, two hours later');
 
 $t->stop;
 $t->summary;

@@ -17,6 +17,7 @@ use warnings FATAL => 'all';
 use FindBin;
 use lib $FindBin::RealBin;
 
+use File::Copy;
 use PostgreSQL::Test::Utils;
 use SnowflakeTest;
 use Test::More;
@@ -43,13 +44,19 @@ my $tmp = $c->data_dir . '/snowflake.nodes.tmp';
 # and the rename fails.  The call is refused (the node is not recorded).
 unlink $nodes or die "could not remove $nodes: $!";
 mkdir $nodes or die "could not create $nodes: $!";
-$c->next_refused('the first ID of 9/2 with a directory at snowflake.nodes', 'SET snowflake.machine_id = 2;',
+my $r = $c->next_refused('the first ID of 9/2 with a directory at snowflake.nodes', 'SET snowflake.machine_id = 2;',
 	sqlstate => '42809', message => qr/could not rename snowflake node file "snowflake\.nodes\.tmp": Is a directory/);
+like($r->{hint}, qr/If "snowflake\.nodes" itself is gone, the node sets are in this server's memory only until the file is written again/,
+	'the hint says the node sets (not the mark) are in memory only');
 ok(-f $tmp, 'the failed write left its temporary file');
+my $log_offset = -s $c->node->logfile;
 $c->stop('fast');
+like(substr(slurp_file($c->node->logfile), $log_offset),
+	qr/WARNING:  could not rename snowflake node file "snowflake\.nodes\.tmp": Is a directory\n(.*\n)?.*DETAIL:  At shutdown: "snowflake\.nodes" is not there \(removed, or something in its place\), and the complete "snowflake\.nodes\.tmp" left holds the node sets: the next start renames it into place\. Do not remove it\./,
+	"the stop's write (9/2 pending) met the directory: a WARNING says the temporary file holds the sets");
 rmdir $nodes or die "could not remove the directory $nodes: $!";
 
-my $log_offset = -s $c->node->logfile;
+$log_offset = -s $c->node->logfile;
 $c->start;
 like(substr(slurp_file($c->node->logfile), $log_offset),
 	qr/snowflake node file "snowflake\.nodes" was missing: its complete temporary file "snowflake\.nodes\.tmp" was renamed into place/,
@@ -69,7 +76,7 @@ $c->stop('fast');
 rmdir $nodes or die "could not remove the directory $nodes: $!";
 chmod 0, $tmp or die "could not chmod $tmp: $!";
 $c->start;
-my $r = $c->next_refused('9/1 while the temporary file cannot be read', undef, sqlstate => '58030',
+$r = $c->next_refused('9/1 while the temporary file cannot be read', undef, sqlstate => '58030',
 	message => qr/^could not read snowflake node file "snowflake\.nodes"$/);
 like($r->{detail}, qr/It does not exist, and its temporary file "snowflake\.nodes\.tmp", which may hold the node sets, could not be read\./,
 	'the detail names the temporary file');
@@ -82,6 +89,27 @@ $c->start;
 is($c->nodes_file->{retired}, '1/1', 'once it can be read, the next start takes it');
 $c->next_refused('1/1 then', 'SET snowflake.datacenter_id = 1;', message => $retired);
 $c->next_id('9/3 then', 'SET snowflake.machine_id = 3;');
+my $dir = PostgreSQL::Test::Utils::tempdir;
+copy($nodes, "$dir/nodes.saved") or die "copy: $!";
+
+# A directory at both names: the stop's write leaves no temporary file, and
+# its WARNING says the sets are lost (it said only that the nodes used since
+# the last write are not recorded).
+unlink $nodes or die "could not remove $nodes: $!";
+mkdir $nodes or die "could not create $nodes: $!";
+mkdir $tmp or die "could not create $tmp: $!";
+$c->next_refused('the first ID of 9/4 with directories at both names', 'SET snowflake.machine_id = 4;', sqlstate => '42809');
+$log_offset = -s $c->node->logfile;
+$c->stop('fast');
+like(substr(slurp_file($c->node->logfile), $log_offset),
+	qr/DETAIL:  At shutdown: "snowflake\.nodes" is not there \(removed, or something in its place\), and no complete temporary file was left: the node sets are lost, the nodes retired here among them; put back this data directory's own file before the next start\./,
+	'a stop with directories at both names warns that the node sets are lost');
+rmdir $tmp or die;
+rmdir $nodes or die;
+# Put back the data directory's own file, as the WARNING says (kept from above).
+copy("$dir/nodes.saved", $nodes) or die "copy: $!";
+$c->start;
+$c->next_refused('1/1 with the own file put back', 'SET snowflake.datacenter_id = 1;', message => $retired);
 
 # A temporary file cut short (a write that never reached its fsync) holds
 # nothing that was published: not taken, and the log says so.
