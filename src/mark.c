@@ -444,9 +444,17 @@ sf_finish_tmp(const char *file, const char *tmp, const char *kind, const char *h
 	char		tmpwhy[256];
 	struct stat stbuf;
 
-	/* None, or a FIFO, directory or the like: nothing written (the writer replaces or refuses it). */
-	if (stat(tmp, &stbuf) == 0 ? !S_ISREG(stbuf.st_mode) : errno == ENOENT)
+	if (lstat(tmp, &stbuf) != 0 && errno == ENOENT)
 		return SF_READ_MISSING;
+	/* A FIFO, directory, dangling link or the like: nothing written (the writer replaces or refuses it). */
+	if (stat(tmp, &stbuf) == 0 ? !S_ISREG(stbuf.st_mode) : errno == ENOENT)
+	{
+		ereport(LOG,
+				(errmsg("snowflake temporary %s file \"%s\" is not taken: it is not a regular file (a FIFO, device, directory or dangling symbolic link)",
+						kind, tmp),
+				 errdetail("No write of %s went to it. \"%s\" is missing.", holds, file)));
+		return SF_READ_MISSING;
+	}
 	switch (check(tmp, tmpwhy, sizeof(tmpwhy)))
 	{
 		case SF_READ_OK:
@@ -465,8 +473,15 @@ sf_finish_tmp(const char *file, const char *tmp, const char *kind, const char *h
 	}
 	if (durable_rename(tmp, file, LOG) != 0)
 	{
-		snprintf(why, whylen, "It does not exist, and its complete temporary file \"%s\" could not be renamed into place: %s. "
-				 "Do not remove it: it holds %s.", tmp, strerror(errno), holds);
+		int			save_errno = errno;
+
+		/* durable_rename syncs the file and the directory after the rename, too. */
+		if (lstat(tmp, &stbuf) != 0 && errno == ENOENT && stat(file, &stbuf) == 0 && S_ISREG(stbuf.st_mode))
+			snprintf(why, whylen, "It did not exist; its complete temporary file \"%s\" was renamed into place, but could not be "
+					 "synced to disk: %s. The next start reads it.", tmp, strerror(save_errno));
+		else
+			snprintf(why, whylen, "It does not exist, and its complete temporary file \"%s\" could not be renamed into place: %s. "
+					 "Do not remove it: it holds %s.", tmp, strerror(save_errno), holds);
 		return SF_READ_UNREADABLE;
 	}
 	ereport(LOG,
@@ -697,6 +712,9 @@ sf_nodes_import(SnowflakeShared *shared, SnowflakeNodesImage *sets)
 						   sf_nodes_text(late_retired.retired))));
 }
 
+/* This start created snowflake.state (postmaster; sf_nodes_load says nothing of a missing snowflake.nodes then). */
+static bool sf_state_created_now = false;
+
 /*
  * Start-up (postmaster, after the state file): load snowflake.nodes and flag
  * every slot.  A file that is damaged or cannot be read fails closed: no node
@@ -731,6 +749,21 @@ sf_nodes_load(SnowflakeShared *shared)
 				 errdetail("%s", shared->nodes_message),
 				 errhint("snowflake_next() refuses until the file can be read; see the snowflake README, section Errors.")));
 	}
+	/*
+	 * Round 33 of the outside attack, F1: a removed file emptied the sets
+	 * without a word, and an adopted copy issued the original's retired node.
+	 * Missing is also what a server that has not used a node yet sees (the
+	 * file is written at a node's first use), so this is a LOG line, not a
+	 * refusal; it is not logged at the start that created the state file.
+	 */
+	if (st == SF_READ_MISSING && !sf_state_created_now)
+		ereport(LOG,
+				(errmsg("snowflake node file \"%s\" is not there: no node is recorded as used or as retired in this data directory",
+						SF_NODES_FILE),
+				 errdetail("The file is written at a node's first use. If this data directory issued IDs, or was adopted as a new server, "
+						   "the file was removed: a copy made from it would not retire the nodes used here, and nodes retired here would issue again."),
+				 errhint("If so, stop the server and put back this data directory's own \"%s\", written after its last adoption.",
+						 SF_NODES_FILE)));
 	if (shared->nodes_status == SF_STATE_OK)
 		sf_nodes_import(shared, &img);
 	memcpy(shared->nodes_used, img.used, sizeof(shared->nodes_used));
@@ -2089,6 +2122,7 @@ sf_mark_load(SnowflakeShared *shared, SnowflakeStateImage *out)
 	bool		held;
 	bool		restored;
 
+	sf_state_created_now = false;
 	shared->status = SF_STATE_OK;
 	shared->floor = 0;
 	shared->clock_seen = 0;
@@ -2189,6 +2223,7 @@ sf_mark_load(SnowflakeShared *shared, SnowflakeStateImage *out)
 		ereport(LOG,
 				(errmsg("snowflake state file \"%s\" created; generation starts from the clock",
 						SF_STATE_FILE)));
+		sf_state_created_now = true;
 		held = sf_mark_import(shared, false, &imported);
 		if (!imported)
 			return false;

@@ -180,8 +180,8 @@ sf_unreadable(char *why, size_t whylen, const char *what, int save_errno)
 /*
  * Read path, a regular file, into buf: at most size bytes (*len: how many).
  * SF_READ_MISSING: there is none; SF_READ_UNREADABLE: it is there but could
- * not be opened or read, or is not a regular file (what names what the caller
- * wants put back); why says what.
+ * not be opened or read, or is not a regular file (what names the file:
+ * "state file" or "node file"); why says what.
  */
 static SnowflakeReadStatus
 sf_read_regular(const char *path, const char *what, char *buf, size_t size, ssize_t *len,
@@ -210,8 +210,9 @@ sf_read_regular(const char *path, const char *what, char *buf, size_t size, ssiz
 	if (!S_ISREG(st.st_mode))
 	{
 		close(fd);
-		snprintf(why, whylen, "It is not a regular file (a FIFO, device or directory); remove what is there and "
-				 "put back %s.", what);
+		snprintf(why, whylen, "It is not a regular file (a FIFO, device or directory): move what is there away. If it took the place of "
+				 "this data directory's own %s, that file was removed: the next start takes a complete temporary file of it, if one was "
+				 "left; never put back an older copy.", what);
 		return SF_READ_UNREADABLE;
 	}
 	*len = read(fd, buf, size);
@@ -243,7 +244,7 @@ sf_statefile_read_path(const char *path, bool any_system, SnowflakeStateImage *i
 
 	memset(img, 0, sizeof(*img));
 	/* Read one byte more than the largest layout, to notice a file that is too long. */
-	st = sf_read_regular(path, "the state file", buf, sizeof(buf), &len, why, whylen);
+	st = sf_read_regular(path, "state file", buf, sizeof(buf), &len, why, whylen);
 	if (st != SF_READ_OK)
 		return st;
 	if (len < (ssize_t) (2 * sizeof(uint32)))
@@ -611,7 +612,7 @@ sf_nodes_read_path(const char *path, bool any_system, SnowflakeNodesImage *img, 
 	ssize_t		len;
 
 	memset(img, 0, sizeof(*img));
-	st = sf_read_regular(path, "the node file", buf, sizeof(buf), &len, why, whylen);
+	st = sf_read_regular(path, "node file", buf, sizeof(buf), &len, why, whylen);
 	if (st != SF_READ_OK)
 		return st;
 	if (len != sizeof(file))

@@ -17,7 +17,9 @@ use warnings FATAL => 'all';
 use FindBin;
 use lib $FindBin::RealBin;
 
+use Cwd ();
 use File::Copy;
+use IPC::Run;
 use PostgreSQL::Test::Utils;
 use SnowflakeTest;
 use Test::More;
@@ -30,7 +32,7 @@ $p->query('CREATE EXTENSION snowflake');
 $p->ids('SELECT snowflake_next() FROM generate_series(1, 1000)', 'the original, 1/1', count => 1000);
 $p->node->backup('b');
 my $c = SnowflakeTest->new('copy', from_backup => [ $p, 'b' ], standby => 0,
-	conf => "snowflake.datacenter_id = 9\nsnowflake.max_wait_ms = 500");
+	conf => "fsync = on\nsnowflake.datacenter_id = 9\nsnowflake.max_wait_ms = 500");
 $c->start;
 is($c->query('SELECT state FROM snowflake_state()'), 'copy', 'the base backup is a copy');
 $c->query('SELECT snowflake_adopt_state()');
@@ -111,6 +113,61 @@ copy("$dir/nodes.saved", $nodes) or die "copy: $!";
 $c->start;
 $c->next_refused('1/1 with the own file put back', 'SET snowflake.datacenter_id = 1;', message => $retired);
 
+# Round 33, F2: the start's rename succeeds, the fsync after it fails (EIO on
+# the renamed file): the detail said the rename failed, and sent the operator
+# looking for a temporary file that was gone.  It fails closed all the same,
+# and the next start reads the file.
+$c->stop;
+rename($nodes, $tmp) or die "rename: $!";
+my $st;
+{
+	my %fake = $c->_faketime_env;
+	local @ENV{ keys %fake } = values %fake;
+	$st = IPC::Run::start(
+		[
+			'strace', '-I', '1', '-o', "$dir/fsync.strace", '-f', '-P', 'snowflake.nodes', '-P', Cwd::realpath($c->data_dir) . '/snowflake.nodes',
+			'-e', 'trace=fsync,fdatasync', '-e', 'inject=fsync,fdatasync:error=EIO',
+			'pg_ctl', '-w', '-D', $c->data_dir, '-l', $c->node->logfile, 'start'
+		],
+		'<', '/dev/null', '>', "$dir/strace.out", '2>', "$dir/strace.err");
+}
+ok($c->node->poll_query_until('postgres', 'SELECT 1', '1'), 'the server started with the fsync failing');
+$c->node->_update_pid(1);
+$r = $c->next_refused('9/1 after the failed sync', undef, sqlstate => '58030',
+	message => qr/^could not read snowflake node file "snowflake\.nodes"$/);
+like($r->{detail}, qr/It did not exist; its complete temporary file "snowflake\.nodes\.tmp" was renamed into place, but could not be synced to disk: Input\/output error\. The next start reads it\./,
+	'the detail says the rename was done and the sync failed');
+ok(-f $nodes && !-e $tmp, 'the file is in place, the temporary file gone');
+$st->signal('TERM');
+$st->finish;
+$c->restart;
+$c->next_refused('1/1 after a restart', 'SET snowflake.datacenter_id = 1;', message => $retired);
+
+# Round 33, F1: a FIFO or a dangling symbolic link at the temporary file, or
+# nothing, with snowflake.nodes missing, emptied the sets without a word.
+for my $case ([ 'a FIFO', sub { system('mkfifo', $tmp) == 0 or die "mkfifo: $?" } ],
+	[ 'a dangling symbolic link', sub { symlink('/nonexistent/snowflake.nodes.tmp', $tmp) or die "symlink: $!" } ])
+{
+	my ($what, $make) = @$case;
+	$c->stop;
+	unlink $nodes or die "could not remove $nodes: $!";
+	$make->();
+	$log_offset = -s $c->node->logfile;
+	$c->start;
+	my $log = substr(slurp_file($c->node->logfile), $log_offset);
+	like($log, qr/snowflake temporary node file "snowflake\.nodes\.tmp" is not taken: it is not a regular file/,
+		"$what at the temporary file: not taken, and the log says so");
+	like($log, qr/snowflake node file "snowflake\.nodes" is not there: no node is recorded as used or as retired in this data directory\n(.*\n)?.*DETAIL:  The file is written at a node's first use\. If this data directory issued IDs, or was adopted as a new server, the file was removed/,
+		"$what: the log says no node is recorded, and what that means");
+	$c->stop;
+	unlink $tmp or die "could not remove $tmp: $!";
+	copy("$dir/nodes.saved", $nodes) or die "copy: $!";
+	$c->start;
+}
+$c->next_refused('1/1 with the own file put back again', 'SET snowflake.datacenter_id = 1;', message => $retired);
+unlike(slurp_file($p->node->logfile), qr/snowflake node file "snowflake\.nodes" is not there/,
+	'the start that created the state file does not log a missing node file');
+
 # A temporary file cut short (a write that never reached its fsync) holds
 # nothing that was published: not taken, and the log says so.
 $c->stop;
@@ -122,6 +179,8 @@ $log_offset = -s $c->node->logfile;
 $c->start;
 like(substr(slurp_file($c->node->logfile), $log_offset), qr/snowflake temporary node file "snowflake\.nodes\.tmp" is not taken: /,
 	'a temporary file cut short is not taken, and the log says so');
+like(substr(slurp_file($c->node->logfile), $log_offset), qr/snowflake node file "snowflake\.nodes" is not there/,
+	'and that no node is recorded');
 
 $c->stop;
 $p->stop;

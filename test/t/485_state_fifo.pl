@@ -37,7 +37,8 @@ owned_fifo("$pgdata/snowflake.state");
 $t->start;
 my $r = $t->next_refused('a FIFO as the state file', undef, sqlstate => '58030',
 	message => qr/could not read snowflake state file "snowflake\.state"/);
-like($r->{detail} // '', qr/It is not a regular file/, 'the detail says it is not a regular file');
+like($r->{detail} // '', qr/It is not a regular file \(a FIFO, device or directory\): move what is there away\. If it took the place of this data directory's own state file, that file was removed: the next start takes a complete temporary file of it, if one was left; never put back an older copy\./,
+	'the detail says it is not a regular file, to move it away, and never to put back an older copy (round 33: it said "put back the state file")');
 is($t->query('SELECT state FROM snowflake_state()'), 'unreadable', 'snowflake_state() says unreadable');
 $t->stop;
 unlink "$pgdata/snowflake.state";
