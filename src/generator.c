@@ -327,7 +327,8 @@ sf_check_can_generate(const char *caller)
 				(errcode(ERRCODE_IO_ERROR),
 				 errmsg("could not read snowflake state file \"%s\"", SF_STATE_FILE),
 				 errdetail("%s", sf_shared->message),
-				 errhint("No ID is issued until the file can be read. Fix its permissions or the storage, then restart the server. "
+				 errhint("No ID is issued until the file can be read. Fix its permissions or the storage (or move away what is not a "
+						 "regular file), then restart the server. "
 						 "Do not remove the file, nor \"%s\": either may hold the durable mark.", SF_STATE_TMP_FILE)));
 	if (sf_shared->status != SF_STATE_OK && sf_shared->import_damaged)
 		ereport(ERROR,

@@ -494,7 +494,17 @@ sf_finish_tmp(const char *file, const char *tmp, const char *kind, const char *h
 
 /* Report a failed write of the state file at elevel, with a detail. */
 static void
+sf_report_write_ext(int save_errno, SnowflakeWriteStep step, int elevel, const char *detail, bool stopping);
+
+static void
 sf_report_write(int save_errno, SnowflakeWriteStep step, int elevel, const char *detail)
+{
+	sf_report_write_ext(save_errno, step, elevel, detail, false);
+}
+
+/* stopping: at a clean stop (the hint then does not speak of a running server). */
+static void
+sf_report_write_ext(int save_errno, SnowflakeWriteStep step, int elevel, const char *detail, bool stopping)
 {
 	const char *action;
 	const char *path;
@@ -507,6 +517,11 @@ sf_report_write(int save_errno, SnowflakeWriteStep step, int elevel, const char 
 			 errmsg("could not %s snowflake node file \"%s\": %m", action, path) :
 			 errmsg("could not %s snowflake state file \"%s\": %m", action, path),
 			 detail ? errdetail("%s", detail) : 0,
+			 sf_file_sqlstate(save_errno) == ERRCODE_WRONG_OBJECT_TYPE && stopping ?
+			 errhint("Something that is not a regular file (a directory?) is in the way at \"%s\" or \"%s\" in the data directory: "
+					 "move it away before the next start.",
+					 (step & SF_STEP_NODES_FILE) ? SF_NODES_TMP_FILE : SF_STATE_TMP_FILE,
+					 (step & SF_STEP_NODES_FILE) ? SF_NODES_FILE : SF_STATE_FILE) :
 			 sf_file_sqlstate(save_errno) == ERRCODE_WRONG_OBJECT_TYPE ?
 			 errhint("Something that is not a regular file (a directory?) is in the way at \"%s\" or \"%s\" in the data directory: "
 					 "move it away. If \"%s\" itself is gone, %s in this server's memory only until the file is written again: "
@@ -516,6 +531,15 @@ sf_report_write(int save_errno, SnowflakeWriteStep step, int elevel, const char 
 					 (step & SF_STEP_NODES_FILE) ? SF_NODES_FILE : SF_STATE_FILE,
 					 (step & SF_STEP_NODES_FILE) ? "the node sets are" : "the durable mark is") :
 			 errhint("Check free space, permissions and the health of the storage of the data directory.")));
+}
+
+/* Whether path is a regular file (following a symbolic link, as reads do). */
+static bool
+sf_file_regular(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 && S_ISREG(st.st_mode);
 }
 
 /*
@@ -551,7 +575,7 @@ sf_report_shutdown_write(SnowflakeStateResult res, const char *detail_kept)
 				 "file was left: %s.", file,
 				 nodes ? "the node sets are lost, the nodes retired here among them; put back this data directory's own file before the next start" :
 				 "the mark is lost, and the next start begins from the clock, safe only once the clock is past every ID issued");
-	sf_report_write(res.save_errno, res.step, step < SF_STEP_OPEN_DIR && !there ? WARNING : LOG, detail);
+	sf_report_write_ext(res.save_errno, res.step, step < SF_STEP_OPEN_DIR && !there ? WARNING : LOG, detail, true);
 }
 
 /*
@@ -752,16 +776,18 @@ sf_nodes_load(SnowflakeShared *shared)
 	/*
 	 * Round 33 of the outside attack, F1: a removed file emptied the sets
 	 * without a word, and an adopted copy issued the original's retired node.
-	 * Missing is also what a server that has not used a node yet sees (the
-	 * file is written at a node's first use), so this is a LOG line, not a
-	 * refusal; it is not logged at the start that created the state file.
+	 * The writer writes a missing file (empty, after the first start) within
+	 * a second, and a clean stop does, so missing means removed while the
+	 * server was stopped, or a data directory of a version before the file;
+	 * not logged at the start that created the state file.
 	 */
 	if (st == SF_READ_MISSING && !sf_state_created_now)
-		ereport(LOG,
+		ereport(WARNING,
 				(errmsg("snowflake node file \"%s\" is not there: no node is recorded as used or as retired in this data directory",
 						SF_NODES_FILE),
-				 errdetail("The file is written at a node's first use. If this data directory issued IDs, or was adopted as a new server, "
-						   "the file was removed: a copy made from it would not retire the nodes used here, and nodes retired here would issue again."),
+				 errdetail("It was removed (or this data directory was last run by a version of snowflake before the file). "
+						   "If this data directory issued IDs, or was adopted as a new server, a copy made from it would not retire the nodes used here, "
+						   "and nodes retired here would issue again."),
 				 errhint("If so, stop the server and put back this data directory's own \"%s\", written after its last adoption.",
 						 SF_NODES_FILE)));
 	if (shared->nodes_status == SF_STATE_OK)
@@ -937,6 +963,7 @@ sf_nodes_collect(SnowflakeNodesImage *img)
  */
 static int	sf_nodes_failures = 0;
 static int64 sf_nodes_retry_ns = 0;
+static bool sf_nodes_heal = false;	/* the file is missing: write it though no node is new */
 
 static void
 sf_mark_record_nodes(void)
@@ -950,7 +977,7 @@ sf_mark_record_nodes(void)
 	if (sf_nodes_failures > 0 && sf_mono_ns() < sf_nodes_retry_ns)
 		return;
 	if (pg_atomic_exchange_u32(&sf_shared->nodes_dirty, 0) == 0 && sf_nodes_failures == 0 &&
-		sf_shared->nodes_logged)
+		sf_shared->nodes_logged && !sf_nodes_heal)
 		return;
 	LWLockAcquire(sf_shared->lock, LW_EXCLUSIVE);
 	if (!sf_shared->nodes_logged)
@@ -968,13 +995,18 @@ sf_mark_record_nodes(void)
 		sf_shared->nodes_logged = true;
 		sf_nodes_gates(sf_shared);
 	}
-	changed = sf_nodes_collect(&img);
+	changed = sf_nodes_collect(&img) || sf_nodes_heal;
 	if (changed)
 	{
 		/* A standby, and any copy of it, learns the node before its first ID. */
 		res = sf_nodes_write_log(&img);
 		if (res.ok)
 		{
+			if (sf_nodes_heal)
+				ereport(LOG,
+						(errmsg("snowflake node file \"%s\" was missing: written again from this server's memory", SF_NODES_FILE),
+						 errdetail("Used: %s. Retired: %s.", sf_nodes_text(img.used), sf_nodes_text(img.retired))));
+			sf_nodes_heal = false;
 			memcpy(sf_shared->nodes_used, img.used, sizeof(sf_shared->nodes_used));
 			sf_nodes_gates(sf_shared);
 			pg_atomic_write_u64(&sf_shared->nodes_fail_until_ns, 0);
@@ -1016,7 +1048,10 @@ sf_nodes_shutdown(SnowflakeShared *shared)
 	SnowflakeNodesImage img;
 	SnowflakeStateResult res;
 
-	if (shared->nodes_status != SF_STATE_OK || shared->copied || !sf_nodes_collect(&img))
+	if (shared->nodes_status != SF_STATE_OK || shared->copied)
+		return;
+	/* New nodes, or the file removed (or something in its place): round 34, F1. */
+	if (!sf_nodes_collect(&img) && sf_file_regular(SF_NODES_FILE))
 		return;
 	res = sf_nodes_write(&img);
 	if (!res.ok)
@@ -1557,10 +1592,11 @@ sf_writer_outcome(bool ok)
 
 /*
  * Rewrite the state file as it is, with this data directory's timeline (the
- * writer, after recovery).  Returns whether it was written.
+ * writer, after recovery; or after the file was removed under the running
+ * server: heal).  Returns whether it was written.
  */
 static bool
-sf_mark_record_timeline(void)
+sf_mark_record_timeline(bool heal)
 {
 	SnowflakeStateImage img;
 	SnowflakeStateResult res;
@@ -1577,10 +1613,25 @@ sf_mark_record_timeline(void)
 		sf_shared->file_tli = img.timeline;
 		pg_atomic_write_u32(&sf_shared->clock_held_recorded, img.held ? 1 : 0);
 	}
+	else
+	{
+		/* Waiting callers get this write's error (round 34, F2: they timed out with 55000). */
+		pg_atomic_write_u32(&sf_shared->fail_errno, (uint32) res.save_errno);
+		pg_atomic_write_u32(&sf_shared->fail_step, (uint32) res.step);
+		pg_write_barrier();
+		pg_atomic_fetch_add_u64(&sf_shared->write_failures, 1);	/* a rewrite failed */
+	}
+	pg_atomic_fetch_add_u64(&sf_shared->writes, 1);
 	LWLockRelease(sf_shared->lock);
+	ConditionVariableBroadcast(&sf_shared->mark_cv);
 
+	if (res.ok && heal)
+		ereport(LOG,
+				(errmsg("snowflake state file \"%s\" was missing: written again from this server's memory", SF_STATE_FILE),
+				 errdetail("It holds the durable mark again, " INT64_FORMAT " (Unix ms).", (int64) img.mark + SF_EPOCH_UNIX_MS)));
 	if (!res.ok && sf_writer_failures == 0)
 		sf_report_write(res.save_errno, res.step, LOG,
+						heal ? "The state file is missing; until it is written again, the durable mark is in this server's memory only." :
 						"The state file does not record this data directory's timeline yet.");
 	return res.ok;
 }
@@ -1723,6 +1774,15 @@ sf_mark_confirm_wait(void)
 	return waited_ms < 100 ? 1 : waited_ms < SF_WATCH_LOOK_MS ? 10 : 100;
 }
 
+/* Whether there is nothing at all at path in the data directory (a directory or the like is a write failure, not this). */
+static bool
+sf_mark_file_missing(const char *path)
+{
+	struct stat st;
+
+	return lstat(path, &st) != 0 && errno == ENOENT;
+}
+
 static long
 sf_mark_writer_look(void)
 {
@@ -1793,7 +1853,14 @@ sf_mark_writer_look(void)
 	if (!sf_shared->copied)
 		sf_mark_log_owner();
 
-	/* Nodes that issued their first ID: into snowflake.nodes. */
+	/*
+	 * Nodes that issued their first ID: into snowflake.nodes.  A file removed
+	 * under the running server is written again from memory (round 34, F1:
+	 * nothing wrote it while no node was new, nor at a clean stop, and the
+	 * next start forgot the retired nodes).
+	 */
+	if (!sf_nodes_heal && sf_mark_file_missing(SF_NODES_FILE))
+		sf_nodes_heal = true;
 	sf_mark_record_nodes();
 
 	/*
@@ -1801,9 +1868,10 @@ sf_mark_writer_look(void)
 	 * archive recovery of this data directory, or a file of 1.2): a copy taken
 	 * from now on is known for one, whatever snowflake.failover_adopt says.
 	 */
-	if (!sf_shared->copied && sf_shared->file_tli != (uint32) GetWALInsertionTimeLine())
+	if (!sf_shared->copied &&
+		(sf_shared->file_tli != (uint32) GetWALInsertionTimeLine() || sf_mark_file_missing(SF_STATE_FILE)))
 	{
-		long		retry = sf_writer_outcome(sf_mark_record_timeline());
+		long		retry = sf_writer_outcome(sf_mark_record_timeline(sf_mark_file_missing(SF_STATE_FILE)));
 
 		if (retry > 0)
 			return retry;
@@ -2008,8 +2076,9 @@ sf_state_unreadable(SnowflakeShared *shared, const char *why)
 	ereport(WARNING,
 			(errmsg("could not read snowflake state file \"%s\"", SF_STATE_FILE),
 			 errdetail("%s", shared->message),
-			 errhint("snowflake_next() refuses until the file can be read. Fix its permissions or the storage, "
-					 "then restart the server. Do not remove the file, nor \"%s\": either may hold the durable mark.", SF_STATE_TMP_FILE)));
+			 errhint("snowflake_next() refuses until the file can be read. Fix its permissions or the storage (or move away what is "
+					 "not a regular file), then restart the server. Do not remove the file, nor \"%s\": either may hold the durable mark.",
+					 SF_STATE_TMP_FILE)));
 }
 
 /* Mark the state unusable, with a reason for the error's detail. */
@@ -2212,18 +2281,38 @@ sf_mark_load(SnowflakeShared *shared, SnowflakeStateImage *out)
 		res = sf_statefile_write(&img);
 		if (!res.ok)
 		{
-			const char *action;
-			const char *path;
-
-			sf_write_step_text(res.step, &action, &path);
-			sf_state_damaged(shared, "It does not exist, and could not be created (%s %s): %s.",
-							 action, path, strerror(res.save_errno));
-			return false;
+			/*
+			 * Not "damaged" (round 34, F2: a directory at the temporary
+			 * file's name, or an I/O error, was reported as a damaged file,
+			 * with the remedy to remove a file that was not there): a write
+			 * that failed.  No ID is issued before the reservation writer
+			 * has written a mark, and it retries by itself.
+			 */
+			sf_report_write(res.save_errno, res.step, WARNING,
+							"At start: the state file does not exist and could not be created. No ID is issued until "
+							"the reservation writer writes it; it retries by itself.");
 		}
-		ereport(LOG,
-				(errmsg("snowflake state file \"%s\" created; generation starts from the clock",
-						SF_STATE_FILE)));
+		else
+			ereport(LOG,
+					(errmsg("snowflake state file \"%s\" created; generation starts from the clock",
+							SF_STATE_FILE)));
 		sf_state_created_now = true;
+
+		/*
+		 * And an empty snowflake.nodes: a new server has used no node (the
+		 * writer would otherwise write it as "missing", and log that).
+		 * Nothing is lost if this fails: the writer writes it then.
+		 */
+		if (sf_mark_file_missing(SF_NODES_FILE))
+		{
+			SnowflakeNodesImage none;
+
+			memset(&none, 0, sizeof(none));
+			res = sf_nodes_write(&none);
+			if (!res.ok)
+				sf_report_write(res.save_errno, res.step, LOG,
+								"At start: the reservation writer writes the node file instead.");
+		}
 		held = sf_mark_import(shared, false, &imported);
 		if (!imported)
 			return false;
@@ -2377,7 +2466,12 @@ sf_mark_shutdown(SnowflakeShared *shared)
 		last = Max(last, (uint64) SF_WORD_TICK(word));
 	}
 	if (!any)
-		return;					/* nothing issued since start-up: file stays */
+	{
+		/* Nothing issued since start-up: the file stays, if it is there (round 34, F1). */
+		if (sf_file_regular(SF_STATE_FILE))
+			return;
+		last = shared->floor;
+	}
 
 	memset(&img, 0, sizeof(img));
 	img.mark = last;

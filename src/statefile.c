@@ -317,7 +317,8 @@ sf_statefile_read_path(const char *path, bool any_system, SnowflakeStateImage *i
 		return sf_damaged(why, whylen, "It has version %u; this build reads versions 1 to %d.",
 						  version, SF_STATE_VERSION);
 	else
-		return sf_damaged(why, whylen, "It is %zd bytes long, expected %zu for version %u.", len,
+		return sf_damaged(why, whylen, "It is %s%zd bytes long, expected %zu for version %u.",
+						  len == (ssize_t) sizeof(buf) ? "more than " : "", len == (ssize_t) sizeof(buf) ? len - 1 : len,
 						  version == 1 ? sizeof(SnowflakeStateFileV1) :
 						  version == 2 ? sizeof(SnowflakeStateFileV2) : sizeof(SnowflakeStateFile),
 						  version);
@@ -615,8 +616,11 @@ sf_nodes_read_path(const char *path, bool any_system, SnowflakeNodesImage *img, 
 	st = sf_read_regular(path, "node file", buf, sizeof(buf), &len, why, whylen);
 	if (st != SF_READ_OK)
 		return st;
+	/* buf holds one byte more than the file, to notice one that is too long (round 34: "281 bytes" for 50 GB). */
 	if (len != sizeof(file))
-		return sf_damaged(why, whylen, "It is %zd bytes long, expected %zu.", len, sizeof(file));
+		return sf_damaged(why, whylen, "It is %s%zd bytes long, expected %zu.",
+						  len == (ssize_t) sizeof(buf) ? "more than " : "", len == (ssize_t) sizeof(buf) ? len - 1 : len,
+						  sizeof(file));
 	memcpy(&file, buf, sizeof(file));
 	if (file.magic != SF_NODES_MAGIC)
 		return sf_damaged(why, whylen, "It has a bad magic number, %08X.", file.magic);

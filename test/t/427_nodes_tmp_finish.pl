@@ -106,6 +106,9 @@ $c->stop('fast');
 like(substr(slurp_file($c->node->logfile), $log_offset),
 	qr/DETAIL:  At shutdown: "snowflake\.nodes" is not there \(removed, or something in its place\), and no complete temporary file was left: the node sets are lost, the nodes retired here among them; put back this data directory's own file before the next start\./,
 	'a stop with directories at both names warns that the node sets are lost');
+like(substr(slurp_file($c->node->logfile), $log_offset),
+	qr/HINT:  Something that is not a regular file \(a directory\?\) is in the way at "snowflake\.nodes\.tmp" or "snowflake\.nodes" in the data directory: move it away before the next start\./,
+	"the stop's hint does not speak of a running server (round 34: \"do not stop the server before that\")");
 rmdir $tmp or die;
 rmdir $nodes or die;
 # Put back the data directory's own file, as the WARNING says (kept from above).
@@ -157,10 +160,10 @@ for my $case ([ 'a FIFO', sub { system('mkfifo', $tmp) == 0 or die "mkfifo: $?" 
 	my $log = substr(slurp_file($c->node->logfile), $log_offset);
 	like($log, qr/snowflake temporary node file "snowflake\.nodes\.tmp" is not taken: it is not a regular file/,
 		"$what at the temporary file: not taken, and the log says so");
-	like($log, qr/snowflake node file "snowflake\.nodes" is not there: no node is recorded as used or as retired in this data directory\n(.*\n)?.*DETAIL:  The file is written at a node's first use\. If this data directory issued IDs, or was adopted as a new server, the file was removed/,
+	like($log, qr/WARNING:  snowflake node file "snowflake\.nodes" is not there: no node is recorded as used or as retired in this data directory\n(.*\n)?.*DETAIL:  It was removed \(or this data directory was last run by a version of snowflake before the file\)\. If this data directory issued IDs, or was adopted as a new server/,
 		"$what: the log says no node is recorded, and what that means");
 	$c->stop;
-	unlink $tmp or die "could not remove $tmp: $!";
+	unlink $tmp;    # the writer may have replaced it already (it writes a missing file again)
 	copy("$dir/nodes.saved", $nodes) or die "copy: $!";
 	$c->start;
 }
@@ -181,6 +184,18 @@ like(substr(slurp_file($c->node->logfile), $log_offset), qr/snowflake temporary 
 	'a temporary file cut short is not taken, and the log says so');
 like(substr(slurp_file($c->node->logfile), $log_offset), qr/snowflake node file "snowflake\.nodes" is not there/,
 	'and that no node is recorded');
+
+# Round 34, F4: a sparse 1 GB temporary file was "281 bytes long".
+$c->stop;
+unlink $nodes or die "could not remove $nodes: $!";
+open my $sh, '>', $tmp or die "could not create $tmp: $!";
+close $sh;
+truncate($tmp, 1 << 30) or die "truncate: $!";
+$log_offset = -s $c->node->logfile;
+$c->start;
+like(substr(slurp_file($c->node->logfile), $log_offset),
+	qr/snowflake temporary node file "snowflake\.nodes\.tmp" is not taken: It is more than 280 bytes long, expected 280\./,
+	'a temporary file far too long is "more than 280 bytes long"');
 
 $c->stop;
 $p->stop;

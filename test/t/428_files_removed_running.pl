@@ -1,0 +1,150 @@
+
+# Copyright (c) 2026, snowflake contributors
+#
+# 428_files_removed_running.pl: snowflake.state or snowflake.nodes removed
+# under a running server (round 34 of the outside attack).
+#
+# F1: on an adopted copy, snowflake.nodes removed while the server ran and no
+# node was new: nothing wrote the file again, neither the writer nor the clean
+# stop (which wrote it only for new nodes), the stop said nothing, and the
+# next start took the sets as empty: the copy issued the original's retired
+# node again (195,904 duplicates).  Now the writer writes a missing file again
+# from memory, and a clean stop writes a file that is not there (with the
+# WARNING of 426/427 when it cannot).  The same for snowflake.state when
+# nothing was issued since the start.
+#
+# F2: a start with no state file whose creation failed (a directory at the
+# temporary file's name) called the file "damaged" (XX001) with the remedy to
+# remove it, and did not recover once the directory was moved away.  Now it is
+# the write's failure (42809 here), and the writer retries by itself.
+use strict;
+use warnings FATAL => 'all';
+
+use FindBin;
+use lib $FindBin::RealBin;
+
+use PostgreSQL::Test::Utils;
+use SnowflakeTest;
+use Test::More;
+
+my $retired = qr/^snowflake_next\(\) refused: datacenter 1, machine 1 is retired on this server$/;
+
+my $p = SnowflakeTest->new('original', allows_streaming => 1);
+$p->start;
+$p->query('CREATE EXTENSION snowflake');
+$p->ids('SELECT snowflake_next() FROM generate_series(1, 1000)', 'the original, 1/1', count => 1000);
+$p->node->backup('b');
+my $c = SnowflakeTest->new('copy', from_backup => [ $p, 'b' ], standby => 0,
+	conf => "snowflake.datacenter_id = 9\nsnowflake.max_wait_ms = 500");
+$c->start;
+$c->query('SELECT snowflake_adopt_state()');
+my @before = $c->ids('SELECT snowflake_next() FROM generate_series(1, 1000)', 'the adopted copy, 9/1', count => 1000);
+is($c->nodes_file->{retired}, '1/1', "the adopted copy retires the original's node 1/1");
+
+my $nodes = $c->data_dir . '/snowflake.nodes';
+my $state = $c->data_dir . '/snowflake.state';
+my $ntmp = $c->data_dir . '/snowflake.nodes.tmp';
+my $stmp = $c->data_dir . '/snowflake.state.tmp';
+
+sub wait_file
+{
+	my ($path) = @_;
+	for (1 .. 10 * $PostgreSQL::Test::Utils::timeout_default)
+	{
+		return 1 if -f $path;
+		select(undef, undef, undef, 0.1);
+	}
+	return 0;
+}
+
+# The writer writes a removed snowflake.nodes again, with the retired node.
+my $log_offset = -s $c->node->logfile;
+unlink $nodes or die "could not remove $nodes: $!";
+ok(wait_file($nodes), 'snowflake.nodes removed under the running server is written again');
+is($c->nodes_file->{retired}, '1/1', 'with the retired node');
+ok($c->node->wait_for_log(qr/snowflake node file "snowflake\.nodes" was missing: written again from this server's memory/, $log_offset),
+	'and the log says so');
+
+# The writer writes a removed snowflake.state again, with the mark.
+$log_offset = -s $c->node->logfile;
+unlink $state or die "could not remove $state: $!";
+ok(wait_file($state), 'snowflake.state removed under the running server is written again');
+ok($c->node->wait_for_log(qr/snowflake state file "snowflake\.state" was missing: written again from this server's memory/, $log_offset),
+	'and the log says so');
+cmp_ok($c->state_file_mark + $SnowflakeTest::EPOCH_UNIX_MS, '>=', SnowflakeTest::id_unix_ms($before[-1]),
+	'it holds a mark at or above the last ID issued');
+
+# Both removed and the server stopped at once: whoever writes them (the writer
+# or the clean stop), the next start has both, and 1/1 stays retired; no ID
+# was issued since this start, so the stop wrote them only because they were
+# missing.
+$c->restart;
+unlink $nodes or die "could not remove $nodes: $!";
+unlink $state or die "could not remove $state: $!";
+$c->stop('fast');
+ok(-f $nodes && -f $state, 'after a clean stop with nothing issued since the start, both files are there');
+$c->set_clock('-5s');    # a start from the clock would go below the last ID
+$c->start;
+$c->next_refused('1/1 after the start', 'SET snowflake.datacenter_id = 1;', message => $retired);
+my @after = $c->ids('SET snowflake.max_wait_ms = 30000; SELECT snowflake_next() FROM generate_series(1, 1000)',
+	'9/1 after the start', count => 1000);
+cmp_ok($after[0], '>', $before[-1], 'above every ID issued before');
+$c->set_clock('+0');
+
+# A directory in place of each, put there while the server runs with nothing
+# new to write: the writer cannot heal that, so the clean stop writes both, and
+# its WARNINGs say the complete temporary files hold them.
+$c->restart;
+unlink $nodes or die;
+mkdir $nodes or die;
+unlink $state or die;
+mkdir $state or die;
+$log_offset = -s $c->node->logfile;
+$c->stop('fast');
+my $log = substr(slurp_file($c->node->logfile), $log_offset);
+like($log, qr/DETAIL:  At shutdown: "snowflake\.nodes" is not there \(removed, or something in its place\), and the complete "snowflake\.nodes\.tmp" left holds the node sets/,
+	'the stop wrote snowflake.nodes though no node was new, and says the temporary file holds the sets');
+like($log, qr/DETAIL:  At shutdown: "snowflake\.state" is not there \(removed, or something in its place\), and the complete "snowflake\.state\.tmp" left holds the exact mark/,
+	'the stop wrote snowflake.state though nothing was issued since the start, and says the temporary file holds the mark');
+rmdir $nodes or die;
+rmdir $state or die;
+$c->start;
+$c->next_refused('1/1 after the directories were moved away', 'SET snowflake.datacenter_id = 1;', message => $retired);
+$c->ids('SELECT snowflake_next() FROM generate_series(1, 1000)', '9/1 then', count => 1000);
+
+# F2: no state file, and a directory at the temporary file's name at start.
+$c->stop;
+unlink $state or die;
+unlink $stmp if -e $stmp;
+mkdir $stmp or die;
+$log_offset = -s $c->node->logfile;
+$c->start;
+like(substr(slurp_file($c->node->logfile), $log_offset),
+	qr/WARNING:  could not create snowflake state file "snowflake\.state\.tmp": Is a directory\n(.*\n)?.*DETAIL:  At start: the state file does not exist and could not be created\. No ID is issued until the reservation writer writes it; it retries by itself\./,
+	'the start reports the failed write, not a damaged file');
+is($c->query('SELECT state FROM snowflake_state()'), 'ok', 'snowflake_state() is not "damaged"');
+$c->next_refused('9/1 while the directory is in the way', undef, sqlstate => '42809',
+	message => qr/could not create snowflake state file "snowflake\.state\.tmp": Is a directory/);
+rmdir $stmp or die;
+ok($c->node->poll_query_until('postgres', "SELECT count(*) = 10 FROM (SELECT snowflake_next() FROM generate_series(1, 10)) s"),
+	'once it is moved away, generation resumes by itself');
+ok(-f $state, 'and the state file is there');
+
+# A server that never used a node, started again: no warning of a missing node
+# file (round 34: the LOG line of round 33 came at every start of such a server).
+my $f = SnowflakeTest->new('fresh');
+$f->start;
+ok(-f $f->data_dir . '/snowflake.nodes', 'the first start creates snowflake.nodes');
+$f->stop;
+unlike(slurp_file($f->node->logfile), qr/snowflake node file "snowflake\.nodes" was missing/,
+	'so the writer does not write it as missing');
+$log_offset = -s $f->node->logfile;
+$f->start;
+unlike(substr(slurp_file($f->node->logfile), $log_offset), qr/snowflake node file "snowflake\.nodes" is not there/,
+	'a server that never used a node does not warn of a missing node file at its next start');
+$f->stop;
+
+$c->stop;
+$p->stop;
+$c->summary;
+done_testing();
