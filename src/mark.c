@@ -972,7 +972,10 @@ sf_mark_record_nodes(void)
 	SnowflakeStateResult res = {true, 0, SF_STEP_NONE};
 	bool		changed;
 
-	if (sf_shared->nodes_status != SF_STATE_OK || sf_shared->copied || RecoveryInProgress())
+	if (sf_shared->nodes_status != SF_STATE_OK || RecoveryInProgress())
+		return;
+	/* A copy waiting for adoption records nothing, but a removed file is written again (round 35, F1). */
+	if (sf_shared->copied && !sf_nodes_heal)
 		return;
 	if (sf_nodes_failures > 0 && sf_mono_ns() < sf_nodes_retry_ns)
 		return;
@@ -980,7 +983,7 @@ sf_mark_record_nodes(void)
 		sf_shared->nodes_logged && !sf_nodes_heal)
 		return;
 	LWLockAcquire(sf_shared->lock, LW_EXCLUSIVE);
-	if (!sf_shared->nodes_logged)
+	if (!sf_shared->nodes_logged && !sf_shared->copied)
 	{
 		SnowflakeNodesImage held;
 
@@ -998,8 +1001,8 @@ sf_mark_record_nodes(void)
 	changed = sf_nodes_collect(&img) || sf_nodes_heal;
 	if (changed)
 	{
-		/* A standby, and any copy of it, learns the node before its first ID. */
-		res = sf_nodes_write_log(&img);
+		/* A standby, and any copy of it, learns the node before its first ID (a copy: the file only). */
+		res = sf_shared->copied ? sf_nodes_write(&img) : sf_nodes_write_log(&img);
 		if (res.ok)
 		{
 			if (sf_nodes_heal)
@@ -1030,6 +1033,9 @@ sf_mark_record_nodes(void)
 	{
 		if (sf_nodes_failures == 1)
 			sf_report_write(res.save_errno, res.step, WARNING,
+							sf_nodes_heal ?
+							"The file is missing: until it is written again, the node sets are in this server's memory only; "
+							"the reservation writer retries, less often the longer it fails." :
 							"The first ID under a node the file does not record waits for it, and is refused until it is written; "
 							"the reservation writer retries, less often the longer it fails. Nodes the file records issue IDs as before.");
 	}
@@ -1048,7 +1054,8 @@ sf_nodes_shutdown(SnowflakeShared *shared)
 	SnowflakeNodesImage img;
 	SnowflakeStateResult res;
 
-	if (shared->nodes_status != SF_STATE_OK || shared->copied)
+	/* A copy records no node, but writes a removed file again (round 35, F1). */
+	if (shared->nodes_status != SF_STATE_OK || (shared->copied && sf_file_regular(SF_NODES_FILE)))
 		return;
 	/* New nodes, or the file removed (or something in its place): round 34, F1. */
 	if (!sf_nodes_collect(&img) && sf_file_regular(SF_NODES_FILE))
@@ -1606,7 +1613,8 @@ sf_mark_record_timeline(bool heal)
 	img.mark = sf_mark_held();
 	sf_mark_clock(&img);
 	img.owner = sf_shared->owner;
-	img.timeline = sf_timeline_now();
+	/* A copy's file keeps the timeline it was copied with (round 35: written again on a copy). */
+	img.timeline = sf_shared->copied ? sf_shared->file_tli : sf_timeline_now();
 	res = sf_statefile_write(&img);
 	if (res.ok)
 	{
@@ -1786,6 +1794,7 @@ sf_mark_file_missing(const char *path)
 static long
 sf_mark_writer_look(void)
 {
+	bool		state_missing;
 	int64		high;
 	int64		reserved;
 	int64		target;
@@ -1868,10 +1877,10 @@ sf_mark_writer_look(void)
 	 * archive recovery of this data directory, or a file of 1.2): a copy taken
 	 * from now on is known for one, whatever snowflake.failover_adopt says.
 	 */
-	if (!sf_shared->copied &&
-		(sf_shared->file_tli != (uint32) GetWALInsertionTimeLine() || sf_mark_file_missing(SF_STATE_FILE)))
+	state_missing = sf_mark_file_missing(SF_STATE_FILE);	/* removed under the running server: written again */
+	if ((!sf_shared->copied && sf_shared->file_tli != (uint32) GetWALInsertionTimeLine()) || state_missing)
 	{
-		long		retry = sf_writer_outcome(sf_mark_record_timeline(sf_mark_file_missing(SF_STATE_FILE)));
+		long		retry = sf_writer_outcome(sf_mark_record_timeline(state_missing));
 
 		if (retry > 0)
 			return retry;

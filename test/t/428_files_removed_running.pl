@@ -130,6 +130,42 @@ ok($c->node->poll_query_until('postgres', "SELECT count(*) = 10 FROM (SELECT sno
 	'once it is moved away, generation resumes by itself');
 ok(-f $state, 'and the state file is there');
 
+# Round 35, F1 and F2: the same on a copy waiting for adoption.  Nothing wrote
+# its files again (only an owner's writer did); adopted as a new server after
+# its snowflake.nodes was removed, the copy issued the original's node
+# (145,995 duplicates), and a crash after its snowflake.state was removed made
+# it an owner of the original's node (166,330).  A copy's files are written
+# again as they were loaded: still a copy, with the original's nodes.
+my $k = SnowflakeTest->new('copy2', from_backup => [ $p, 'b' ], standby => 0,
+	conf => "snowflake.datacenter_id = 7\nsnowflake.max_wait_ms = 500");
+$k->start;
+is($k->query('SELECT state FROM snowflake_state()'), 'copy', 'a second base backup is a copy');
+my $kn = $k->data_dir . '/snowflake.nodes';
+my $ks = $k->data_dir . '/snowflake.state';
+my $kused = $k->nodes_file->{used};
+$log_offset = -s $k->node->logfile;
+unlink $kn or die "could not remove $kn: $!";
+unlink $ks or die "could not remove $ks: $!";
+ok(wait_file($kn) && wait_file($ks), "the copy's removed files are written again");
+ok($k->node->wait_for_log(qr/snowflake state file "snowflake\.state" was missing: written again from this server's memory/, $log_offset),
+	'the log says so');
+is($k->nodes_file->{used}, $kused, "snowflake.nodes holds the original's used nodes, as loaded");
+$k->kill9;
+$k->start;
+is($k->query('SELECT state FROM snowflake_state()'), 'copy', 'after a crash the copy is still a copy (the file names the original)');
+$k->next_refused('1/1 on the copy', 'SET snowflake.datacenter_id = 1;', message => qr/refused/);
+# Removed again, and a clean stop at once: the stop writes both.
+unlink $kn or die;
+unlink $ks or die;
+$k->stop('fast');
+ok(-f $kn && -f $ks, "a clean stop writes the copy's removed files");
+$k->start;
+is($k->query('SELECT state FROM snowflake_state()'), 'copy', 'and it is still a copy');
+$k->query('SELECT snowflake_adopt_state()');
+$k->next_refused('1/1 once the copy is adopted as a new server', 'SET snowflake.datacenter_id = 1;', message => $retired);
+$k->next_id('7/1, its own node');
+$k->stop;
+
 # A server that never used a node, started again: no warning of a missing node
 # file (round 34: the LOG line of round 33 came at every start of such a server).
 my $f = SnowflakeTest->new('fresh');
