@@ -26,14 +26,7 @@ use Test::More;
 
 my $retired = qr/^snowflake_next\(\) refused: datacenter 1, machine 1 is retired on this server$/;
 
-my $p = SnowflakeTest->new('original', allows_streaming => 1);
-$p->start;
-$p->query('CREATE EXTENSION snowflake');
-$p->ids('SELECT snowflake_next() FROM generate_series(1, 1000)', 'the original, 1/1', count => 1000);
-$p->node->backup('b');
-my $c = SnowflakeTest->new('copy', from_backup => [ $p, 'b' ], standby => 0,
-	conf => "fsync = on\nsnowflake.datacenter_id = 9\nsnowflake.max_wait_ms = 500");
-$c->start;
+my ($p, $c) = SnowflakeTest::original_and_copy(conf => 'fsync = on');
 is($c->query('SELECT state FROM snowflake_state()'), 'copy', 'the base backup is a copy');
 $c->query('SELECT snowflake_adopt_state()');
 is($c->nodes_file->{retired}, '1/1', "the adopted copy retires the original's node 1/1");

@@ -794,6 +794,30 @@ sub strace_stop
 
 =pod
 
+=item SnowflakeTest::original_and_copy(%params)
+
+An original server issuing 1,000 IDs as 1/1 (streaming allowed), and a base
+backup of it started as a server of its own: datacenter 9, max_wait_ms 500,
+plus $params{conf}; a copy waiting for adoption.  Returns both, started.
+
+=cut
+
+sub original_and_copy
+{
+	my (%params) = @_;
+	my $p = SnowflakeTest->new('original', allows_streaming => 1);
+	$p->start;
+	$p->query('CREATE EXTENSION snowflake');
+	$p->ids('SELECT snowflake_next() FROM generate_series(1, 1000)', 'the original, 1/1', count => 1000);
+	$p->node->backup('b');
+	my $c = SnowflakeTest->new('copy', from_backup => [ $p, 'b' ], standby => 0,
+		conf => join("\n", grep { defined } $params{conf}, 'snowflake.datacenter_id = 9', 'snowflake.max_wait_ms = 500'));
+	$c->start;
+	return ($p, $c);
+}
+
+=pod
+
 =item $t->summary()
 
 A final check: every ID returned in this script is distinct, and each node's
