@@ -58,6 +58,21 @@ is($c->nodes_file->{retired}, '1/1', 'with the retired node');
 ok($c->node->wait_for_log(qr/snowflake node file "snowflake\.nodes" was missing: written again from this server's memory/, $log_offset),
 	'and the log says so');
 
+# Round 35, F6: the rewrite fails (no space): its WARNING says the file is
+# missing and the sets are in memory only; once the disk has room, it is written.
+my $dir = PostgreSQL::Test::Utils::tempdir;
+my $st = SnowflakeTest::strace_start("$dir/enospc.strace", '-f', '-P', 'snowflake.nodes.tmp',
+	'-P', $c->data_dir . '/snowflake.nodes.tmp',
+	'-e', 'trace=write,pwrite64', '-e', 'inject=write,pwrite64:error=ENOSPC', '-p', $c->writer_pid);
+$log_offset = -s $c->node->logfile;
+unlink $nodes or die "could not remove $nodes: $!";
+ok($c->node->wait_for_log(qr/WARNING:  could not write snowflake node file "snowflake\.nodes\.tmp": No space left on device\n(.*\n)?.*DETAIL:  The file is missing: until it is written again, the node sets are in this server's memory only/,
+		$log_offset),
+	'a failed rewrite says the file is missing and the sets are in memory only');
+SnowflakeTest::strace_stop($st);
+ok(wait_file($nodes), 'once the write succeeds, the file is there');
+is($c->nodes_file->{retired}, '1/1', 'with the retired node');
+
 # The writer writes a removed snowflake.state again, with the mark.
 $log_offset = -s $c->node->logfile;
 unlink $state or die "could not remove $state: $!";
