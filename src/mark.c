@@ -574,6 +574,9 @@ sf_report_shutdown_write(SnowflakeStateResult res, const char *detail_kept)
 		snprintf(detail, sizeof(detail), "At shutdown: \"%s\" is not there (removed, or something in its place), and no complete temporary "
 				 "file was left: %s.", file,
 				 nodes ? "the node sets are lost, the nodes retired here among them; put back this data directory's own file before the next start" :
+				 sf_shared->copied ?	/* round 36, F2 */
+				 "the mark is lost, and with it the record that this data directory is a copy: the next start would take it for a new server, "
+				 "the owner of the original's node. Before the next start, put back this copy's state file, or the original's" :
 				 "the mark is lost, and the next start begins from the clock, safe only once the clock is past every ID issued");
 	sf_report_write_ext(res.save_errno, res.step, step < SF_STEP_OPEN_DIR && !there ? WARNING : LOG, detail, true);
 }
@@ -754,6 +757,7 @@ sf_nodes_load(SnowflakeShared *shared)
 
 	shared->nodes_status = SF_STATE_OK;
 	shared->nodes_logged = false;
+	shared->nodes_known = false;
 	shared->nodes_message[0] = '\0';
 	pg_atomic_write_u32(&shared->nodes_dirty, 0);
 	st = sf_nodes_read(&img, why, sizeof(why));
@@ -781,7 +785,16 @@ sf_nodes_load(SnowflakeShared *shared)
 	 * server was stopped, or a data directory of a version before the file;
 	 * not logged at the start that created the state file.
 	 */
-	if (st == SF_READ_MISSING && !sf_state_created_now)
+	/* Only a file that was there is written again if removed: a missing one stays missing, and warns at each start. */
+	shared->nodes_known = st == SF_READ_OK;
+	if (st == SF_READ_MISSING && !sf_state_created_now && shared->copied)
+		ereport(WARNING,
+				(errmsg("snowflake node file \"%s\" is not there: no node is recorded as used or as retired in this data directory",
+						SF_NODES_FILE),
+				 errdetail("This data directory is a copy waiting for adoption: adopted as a new server without the file of the data directory "
+						   "it was copied from, it would retire none of the nodes that one issued IDs under (round 36 of the outside attack)."),
+				 errhint("Stop the server and put the original's \"%s\" in its place before snowflake_adopt_state().", SF_NODES_FILE)));
+	else if (st == SF_READ_MISSING && !sf_state_created_now)
 		ereport(WARNING,
 				(errmsg("snowflake node file \"%s\" is not there: no node is recorded as used or as retired in this data directory",
 						SF_NODES_FILE),
@@ -1010,6 +1023,7 @@ sf_mark_record_nodes(void)
 						(errmsg("snowflake node file \"%s\" was missing: written again from this server's memory", SF_NODES_FILE),
 						 errdetail("Used: %s. Retired: %s.", sf_nodes_text(img.used), sf_nodes_text(img.retired))));
 			sf_nodes_heal = false;
+			sf_shared->nodes_known = true;
 			memcpy(sf_shared->nodes_used, img.used, sizeof(sf_shared->nodes_used));
 			sf_nodes_gates(sf_shared);
 			pg_atomic_write_u64(&sf_shared->nodes_fail_until_ns, 0);
@@ -1055,10 +1069,10 @@ sf_nodes_shutdown(SnowflakeShared *shared)
 	SnowflakeStateResult res;
 
 	/* A copy records no node, but writes a removed file again (round 35, F1). */
-	if (shared->nodes_status != SF_STATE_OK || (shared->copied && sf_file_regular(SF_NODES_FILE)))
+	if (shared->nodes_status != SF_STATE_OK || (shared->copied && (sf_file_regular(SF_NODES_FILE) || !shared->nodes_known)))
 		return;
-	/* New nodes, or the file removed (or something in its place): round 34, F1. */
-	if (!sf_nodes_collect(&img) && sf_file_regular(SF_NODES_FILE))
+	/* New nodes, or the file removed (or something in its place): round 34, F1.  Not one missing at start-up. */
+	if (!sf_nodes_collect(&img) && (sf_file_regular(SF_NODES_FILE) || !shared->nodes_known))
 		return;
 	res = sf_nodes_write(&img);
 	if (!res.ok)
@@ -1868,7 +1882,7 @@ sf_mark_writer_look(void)
 	 * nothing wrote it while no node was new, nor at a clean stop, and the
 	 * next start forgot the retired nodes).
 	 */
-	if (!sf_nodes_heal && sf_mark_file_missing(SF_NODES_FILE))
+	if (!sf_nodes_heal && sf_shared->nodes_known && sf_mark_file_missing(SF_NODES_FILE))
 		sf_nodes_heal = true;
 	sf_mark_record_nodes();
 
@@ -2286,9 +2300,48 @@ sf_mark_load(SnowflakeShared *shared, SnowflakeStateImage *out)
 		memset(&img, 0, sizeof(img));
 		img.wall_unix_ms = sf_wall_unix_ms();
 		img.owner = shared->self;
+
+		/*
+		 * A base backup that carries no state file (round 35, F3: taken in
+		 * the second before a removed file was written again, it started as
+		 * the owner of the original's node, and issued its IDs again): a
+		 * copy, as any base backup, recorded as one (no owner) so that it
+		 * stays one once backup_label is gone.
+		 */
+		if (restored)
+		{
+			memset(&shared->owner, 0, sizeof(shared->owner));
+			shared->copied = true;	/* a backup with no state file */
+			img.owner = shared->owner;
+		}
 		/* The timeline is not known in the postmaster: the writer records it. */
 		res = sf_statefile_write(&img);
-		if (!res.ok)
+		if (!res.ok && restored)
+		{
+			const char *action;
+			const char *path;
+
+			/* Fail closed, as for a restored file (19c F1): backup_label stays. */
+			sf_write_step_text(res.step, &action, &path);
+			errno = res.save_errno;
+			ereport(FATAL,
+					(errcode(sf_file_sqlstate(res.save_errno)),
+					 errmsg("could not %s snowflake state file \"%s\" of a restored data directory: %m", action, path),
+					 errdetail("This data directory was restored from a base backup (it has \"%s\") that carries no state file: it is a copy until "
+							   "snowflake_adopt_state(), and the state file must record it before the server starts.", SF_BACKUP_LABEL_FILE),
+					 errhint("Make the data directory writable, then start the server again; \"%s\" is still there, so that start records the copy.",
+							 SF_BACKUP_LABEL_FILE)));
+		}
+		if (restored)
+			ereport(WARNING,
+					(errmsg("snowflake state file \"%s\" created in a data directory restored from a base backup that carries none: this one is a copy",
+							SF_STATE_FILE),
+					 errdetail("The data directory has \"%s\". The server the backup was taken from may have issued IDs under this server's node, "
+							   "and the backup does not say which: its state file was missing (removed, or not written yet) when the backup was taken.",
+							   SF_BACKUP_LABEL_FILE),
+					 errhint("snowflake_next() refuses until the node state is adopted with snowflake_adopt_state(), which needs a node of its own "
+							 "in this server's configuration; see the snowflake README, section Running a fleet.")));
+		else if (!res.ok)
 		{
 			/*
 			 * Not "damaged" (round 34, F2: a directory at the temporary

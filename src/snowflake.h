@@ -244,6 +244,7 @@ typedef struct SnowflakeShared
 	uint64		nodes_retired[SF_NODE_SET_WORDS];
 	pg_atomic_uint32 nodes_dirty;
 	bool		nodes_logged;	/* the writer logged the sets in WAL since start-up (under the lock) */
+	bool		nodes_known;	/* snowflake.nodes was there at start-up, or written since: written again if removed */
 	pg_atomic_uint32 adopt_by_hand;
 	/* Failed writes of snowflake.nodes by the writer, and the last one's errno and step, for waiting callers. */
 	pg_atomic_uint64 nodes_write_failures;

@@ -23,6 +23,7 @@ use warnings FATAL => 'all';
 use FindBin;
 use lib $FindBin::RealBin;
 
+use File::Copy;
 use PostgreSQL::Test::Utils;
 use SnowflakeTest;
 use Test::More;
@@ -169,10 +170,72 @@ $k->stop('fast');
 ok(-f $kn && -f $ks, "a clean stop writes the copy's removed files");
 $k->start;
 is($k->query('SELECT state FROM snowflake_state()'), 'copy', 'and it is still a copy');
+
+# Round 36, F2: the copy's state file lost at a stop (directories at both
+# names): the WARNING says the record that it is a copy is lost with it.
+copy($ks, "$dir/copy.state") or die "copy: $!";
+unlink $ks or die;
+mkdir $ks or die;
+mkdir $k->data_dir . '/snowflake.state.tmp' or die;
+$log_offset = -s $k->node->logfile;
+$k->stop('fast');
+like(substr(slurp_file($k->node->logfile), $log_offset),
+	qr/the mark is lost, and with it the record that this data directory is a copy: the next start would take it for a new server, the owner of the original's node\. Before the next start, put back this copy's state file, or the original's/,
+	"a copy's stop that loses its state file says it would no longer be a copy");
+rmdir $ks or die;
+rmdir $k->data_dir . '/snowflake.state.tmp' or die;
+copy("$dir/copy.state", $ks) or die "copy: $!";    # as the WARNING says
+
+# Round 36, F1: the copy's snowflake.nodes removed while it was stopped.  The
+# start's warning is for a copy (put the original's file in place before
+# adopting), and nothing writes an empty file over the evidence.
+unlink $kn or die;
+$log_offset = -s $k->node->logfile;
+$k->start;
+is($k->query('SELECT state FROM snowflake_state()'), 'copy', 'with its state file put back, still a copy');
+like(substr(slurp_file($k->node->logfile), $log_offset),
+	qr/DETAIL:  This data directory is a copy waiting for adoption: adopted as a new server without the file of the data directory it was copied from, it would retire none of the nodes that one issued IDs under.*\n(.*\n)?.*HINT:  Stop the server and put the original's "snowflake\.nodes" in its place before snowflake_adopt_state\(\)\./,
+	"a copy without its node file: the warning says to put the original's in place before adopting");
+sleep(2);
+ok(!-e $kn, 'a node file missing at start is not written again as empty');
+$k->stop;
+ok(!-e $kn, 'not by the stop either');
+copy($p->data_dir . '/snowflake.nodes', $kn) or die "copy: $!";    # as the hint says
+$k->start;
 $k->query('SELECT snowflake_adopt_state()');
 $k->next_refused('1/1 once the copy is adopted as a new server', 'SET snowflake.datacenter_id = 1;', message => $retired);
 $k->next_id('7/1, its own node');
 $k->stop;
+
+# Round 35, F3: a base backup taken in the second before a removed file is
+# written again carries none; started, it took itself for a new server and
+# issued the original's IDs again (233,786 duplicates).  The backup's files are
+# removed here, as if taken in that second: it is a copy, and stays one once
+# backup_label is gone, until adopted.
+$p->node->backup('b3');
+unlink($p->node->backup_dir . "/b3/$_") or die "could not remove $_ from the backup: $!" for ('snowflake.state', 'snowflake.nodes');
+my $b = SnowflakeTest->new('bare', from_backup => [ $p, 'b3' ], standby => 0, conf => 'snowflake.datacenter_id = 5');
+# The record of the copy cannot be written (a directory in the way): the start
+# fails, and backup_label stays, so that the next start records it.
+mkdir $b->data_dir . '/snowflake.state.tmp' or die;
+ok(!$b->node->start(fail_ok => 1), 'a backup with no state file whose copy record cannot be written does not start');
+like(slurp_file($b->node->logfile),
+	qr/FATAL:  could not create snowflake state file "snowflake\.state\.tmp" of a restored data directory: Is a directory\n(.*\n)?.*DETAIL:  This data directory was restored from a base backup \(it has "backup_label"\) that carries no state file: it is a copy until snowflake_adopt_state\(\)/,
+	'the FATAL says why');
+ok(-e $b->data_dir . '/backup_label', 'backup_label stays');
+rmdir $b->data_dir . '/snowflake.state.tmp' or die;
+$b->start;
+like(slurp_file($b->node->logfile),
+	qr/WARNING:  snowflake state file "snowflake\.state" created in a data directory restored from a base backup that carries none: this one is a copy/,
+	'a base backup with no state file: the start warns that it is a copy');
+is($b->query('SELECT state FROM snowflake_state()'), 'copy', 'snowflake_state() says copy');
+$b->next_refused('1/1 on it', 'SET snowflake.datacenter_id = 1;', message => qr/refused/);
+$b->restart;
+ok(!-e $b->data_dir . '/backup_label', 'backup_label is gone after the first start');
+is($b->query('SELECT state FROM snowflake_state()'), 'copy', 'and it is still a copy');
+$b->query('SELECT snowflake_adopt_state()');
+$b->next_id('5/1 once adopted');
+$b->stop;
 
 # A server that never used a node, started again: no warning of a missing node
 # file (round 34: the LOG line of round 33 came at every start of such a server).
