@@ -739,6 +739,30 @@ sf_nodes_import(SnowflakeShared *shared, SnowflakeNodesImage *sets)
 						   sf_nodes_text(late_retired.retired))));
 }
 
+/*
+ * A restored data directory whose record of being a copy could not be
+ * written: fail closed (19c F1).  A decision kept only in memory is lost at a
+ * crash re-initialisation or restart, once backup_label is gone; the server
+ * does not start, and backup_label stays, so that the next start records it.
+ * what: how the backup came (" that carries no state file", or "").
+ */
+static void
+sf_restored_copy_fatal(SnowflakeStateResult res, const char *what)
+{
+	const char *action;
+	const char *path;
+
+	sf_write_step_text(res.step, &action, &path);
+	errno = res.save_errno;
+	ereport(FATAL,
+			(errcode(sf_file_sqlstate(res.save_errno)),
+			 errmsg("could not %s snowflake state file \"%s\" of a restored data directory: %m", action, path),
+			 errdetail("This data directory was restored from a base backup (it has \"%s\")%s: it is a copy until snowflake_adopt_state(), "
+					   "and the state file must record it before the server starts.", SF_BACKUP_LABEL_FILE, what),
+			 errhint("Make \"%s\" and the data directory writable, then start the server again; \"%s\" is still there, so that start records the copy.",
+					 SF_STATE_FILE, SF_BACKUP_LABEL_FILE)));
+}
+
 /* This start created snowflake.state (postmaster; sf_nodes_load says nothing of a missing snowflake.nodes then). */
 static bool sf_state_created_now = false;
 
@@ -2317,21 +2341,7 @@ sf_mark_load(SnowflakeShared *shared, SnowflakeStateImage *out)
 		/* The timeline is not known in the postmaster: the writer records it. */
 		res = sf_statefile_write(&img);
 		if (!res.ok && restored)
-		{
-			const char *action;
-			const char *path;
-
-			/* Fail closed, as for a restored file (19c F1): backup_label stays. */
-			sf_write_step_text(res.step, &action, &path);
-			errno = res.save_errno;
-			ereport(FATAL,
-					(errcode(sf_file_sqlstate(res.save_errno)),
-					 errmsg("could not %s snowflake state file \"%s\" of a restored data directory: %m", action, path),
-					 errdetail("This data directory was restored from a base backup (it has \"%s\") that carries no state file: it is a copy until "
-							   "snowflake_adopt_state(), and the state file must record it before the server starts.", SF_BACKUP_LABEL_FILE),
-					 errhint("Make the data directory writable, then start the server again; \"%s\" is still there, so that start records the copy.",
-							 SF_BACKUP_LABEL_FILE)));
-		}
+			sf_restored_copy_fatal(res, " that carries no state file");
 		if (restored)
 			ereport(WARNING,
 					(errmsg("snowflake state file \"%s\" created in a data directory restored from a base backup that carries none: this one is a copy",
@@ -2405,25 +2415,7 @@ sf_mark_load(SnowflakeShared *shared, SnowflakeStateImage *out)
 		img.owner = shared->owner;
 		res = sf_statefile_write(&img);
 		if (!res.ok)			/* the copy is not recorded */
-		{
-			const char *action;
-			const char *path;
-
-			/*
-			 * Fail closed (19c F1): a decision kept only in memory is lost at
-			 * a crash re-initialisation or restart, once backup_label is
-			 * gone.  The server does not start; backup_label stays.
-			 */
-			sf_write_step_text(res.step, &action, &path);
-			errno = res.save_errno;
-			ereport(FATAL,
-					(errcode(sf_file_sqlstate(res.save_errno)),
-					 errmsg("could not %s snowflake state file \"%s\" of a restored data directory: %m", action, path),
-					 errdetail("This data directory was restored from a base backup (it has \"%s\"): it is a copy until snowflake_adopt_state(), "
-							   "and the state file must record it before the server starts.", SF_BACKUP_LABEL_FILE),
-					 errhint("Make \"%s\" and the data directory writable, then start the server again; \"%s\" is still there, so that start records the copy.",
-							 SF_STATE_FILE, SF_BACKUP_LABEL_FILE)));
-		}
+			sf_restored_copy_fatal(res, "");
 		ereport(WARNING,
 				(errmsg("snowflake state file \"%s\" comes from a base backup restored into this data directory: this one is a copy",
 						SF_STATE_FILE),
