@@ -811,7 +811,7 @@ sf_nodes_load(SnowflakeShared *shared)
 	 */
 	/* Only a file that was there is written again if removed: a missing one stays missing, and warns at each start. */
 	shared->nodes_known = st == SF_READ_OK;
-	if (st == SF_READ_MISSING && !sf_state_created_now && shared->copied)
+	if (st == SF_READ_MISSING && shared->copied)
 		ereport(WARNING,
 				(errmsg("snowflake node file \"%s\" is not there: no node is recorded as used or as retired in this data directory",
 						SF_NODES_FILE),
@@ -2349,8 +2349,8 @@ sf_mark_load(SnowflakeShared *shared, SnowflakeStateImage *out)
 					 errdetail("The data directory has \"%s\". The server the backup was taken from may have issued IDs under this server's node, "
 							   "and the backup does not say which: its state file was missing (removed, or not written yet) when the backup was taken.",
 							   SF_BACKUP_LABEL_FILE),
-					 errhint("snowflake_next() refuses until the node state is adopted with snowflake_adopt_state(), which needs a node of its own "
-							 "in this server's configuration; see the snowflake README, section Running a fleet.")));
+					 errhint("snowflake_next() refuses until the node state is adopted with snowflake_adopt_state(); see the snowflake README, "
+							 "section Running a fleet.")));
 		else if (!res.ok)
 		{
 			/*
@@ -2373,9 +2373,12 @@ sf_mark_load(SnowflakeShared *shared, SnowflakeStateImage *out)
 		/*
 		 * And an empty snowflake.nodes: a new server has used no node (the
 		 * writer would otherwise write it as "missing", and log that).
-		 * Nothing is lost if this fails: the writer writes it then.
+		 * Nothing is lost if this fails: the writer writes it then.  Not in
+		 * a backup that carries no state file (round 37, F1): the original
+		 * used nodes it does not list, so a missing file stays missing and
+		 * warns (sf_nodes_load) until the original's is put in place.
 		 */
-		if (sf_mark_file_missing(SF_NODES_FILE))
+		if (sf_mark_file_missing(SF_NODES_FILE) && !restored)
 		{
 			SnowflakeNodesImage none;
 

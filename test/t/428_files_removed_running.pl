@@ -229,11 +229,21 @@ like(slurp_file($b->node->logfile),
 	qr/WARNING:  snowflake state file "snowflake\.state" created in a data directory restored from a base backup that carries none: this one is a copy/,
 	'a base backup with no state file: the start warns that it is a copy');
 is($b->query('SELECT state FROM snowflake_state()'), 'copy', 'snowflake_state() says copy');
+# Round 37, F1: the backup carried no snowflake.nodes either; an empty one was
+# written at once, with no warning, and the copy adopted retired nothing.
+ok(!-e $b->data_dir . '/snowflake.nodes', 'no empty snowflake.nodes is written in a backup that carries none');
+like(slurp_file($b->node->logfile),
+	qr/HINT:  Stop the server and put the original's "snowflake\.nodes" in its place before snowflake_adopt_state\(\)\./,
+	"the start warns to put the original's node file in place before adoption");
 $b->next_refused('1/1 on it', 'SET snowflake.datacenter_id = 1;', message => qr/refused/);
 $b->restart;
 ok(!-e $b->data_dir . '/backup_label', 'backup_label is gone after the first start');
 is($b->query('SELECT state FROM snowflake_state()'), 'copy', 'and it is still a copy');
+$b->stop;
+copy($p->data_dir . '/snowflake.nodes', $b->data_dir . '/snowflake.nodes') or die "copy: $!";    # as the hint says
+$b->start;
 $b->query('SELECT snowflake_adopt_state()');
+$b->next_refused("1/1 once adopted with the original's node file", 'SET snowflake.datacenter_id = 1;', message => $retired);
 $b->next_id('5/1 once adopted');
 $b->stop;
 
