@@ -804,12 +804,14 @@ sf_nodes_load(SnowflakeShared *shared)
 	/*
 	 * Round 33 of the outside attack, F1: a removed file emptied the sets
 	 * without a word, and an adopted copy issued the original's retired node.
-	 * The writer writes a missing file (empty, after the first start) within
-	 * a second, and a clean stop does, so missing means removed while the
-	 * server was stopped, or a data directory of a version before the file;
-	 * not logged at the start that created the state file.
+	 * The first start creates the file (empty), and a running server or a
+	 * clean stop writes a removed one again, so missing means removed while
+	 * the server was stopped, a base backup that carried none, or a data
+	 * directory of a version before the file.  Not logged at the start that
+	 * created the state file (unless this is a copy).  Only a file that was
+	 * there is written again if removed (nodes_known): a missing one stays
+	 * missing, and warns at each start (round 36).
 	 */
-	/* Only a file that was there is written again if removed: a missing one stays missing, and warns at each start. */
 	shared->nodes_known = st == SF_READ_OK;
 	if (st == SF_READ_MISSING && shared->copied)
 		ereport(WARNING,
